@@ -1,0 +1,1 @@
+"""Registered building blocks, by kind. Plain typed classes; nothing here imports `framework`."""

@@ -1,0 +1,1 @@
+"""callbacks components (see registry.py for the build contract)."""

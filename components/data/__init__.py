@@ -1,0 +1,1 @@
+"""data components (see registry.py for the build contract)."""

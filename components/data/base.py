@@ -1,0 +1,175 @@
+"""Shared machinery for data modules whose whole dataset fits in memory as arrays.
+
+A subclass implements `load()`, returning either one pool of arrays, which is split here into
+train/val/test with a seeded permutation, or ready-made splits. Batches are dicts of tensors
+("x", "y", optionally "group"), fetched in one indexing operation per batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+Arrays = dict[str, np.ndarray]
+STAGES = ("train", "val", "test")
+
+
+class TensorDictDataset(Dataset):
+    """Rows of same-length tensors; `__getitems__` returns a whole batch as one dict."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor]) -> None:
+        lengths = {len(t) for t in tensors.values()}
+        if len(lengths) != 1:
+            raise ValueError(f"all arrays need the same length, got { {k: len(v) for k, v in tensors.items()} }")
+        self.tensors = tensors
+        self.length = lengths.pop()
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {k: v[index] for k, v in self.tensors.items()}
+
+    def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        index = torch.as_tensor(indices)
+        return {k: v[index] for k, v in self.tensors.items()}
+
+
+def _keep_batch(batch: Any) -> Any:
+    """Collate for `__getitems__`: the dataset already returned the batch."""
+    return batch
+
+
+def _to_tensors(arrays: Arrays) -> dict[str, torch.Tensor]:
+    out = {}
+    for key, value in arrays.items():
+        value = np.asarray(value)
+        if np.issubdtype(value.dtype, np.floating):
+            out[key] = torch.as_tensor(value, dtype=torch.float32)
+        else:
+            out[key] = torch.as_tensor(value, dtype=torch.long)
+    return out
+
+
+class ArrayDataModule(L.LightningDataModule):
+    """Base for in-memory datasets.
+
+    Args:
+        batch_size: Examples per batch for every split.
+        val_fraction: Share of the pool held out for validation (pools only).
+        test_fraction: Share of the pool held out for test (pools only).
+        split_seed: Seed of the split permutation, independent of the run seed, so that runs with
+            different seeds see the same split.
+        standardize: Scale 2-D features to zero mean and unit variance with train statistics.
+        num_workers: DataLoader worker processes (0 keeps everything in the run's process).
+    """
+
+    def __init__(
+        self,
+        batch_size: int = 64,
+        val_fraction: float = 0.15,
+        test_fraction: float = 0.15,
+        split_seed: int = 0,
+        standardize: bool = True,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        for name, value in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value}")
+        if val_fraction + test_fraction >= 1.0:
+            raise ValueError(
+                f"val_fraction + test_fraction must be < 1, got {val_fraction} + {test_fraction}"
+            )
+        self.batch_size = batch_size
+        self.val_fraction, self.test_fraction = val_fraction, test_fraction
+        self.split_seed, self.standardize, self.num_workers = split_seed, standardize, num_workers
+        self._splits: dict[str, dict[str, torch.Tensor]] | None = None
+
+    def load(self) -> Arrays | dict[str, Arrays]:
+        """Return one pool {"x", "y", ...} or splits {"train": {...}, "test": {...}[, "val"]}."""
+        raise NotImplementedError
+
+    def _split(self, loaded: Arrays | dict[str, Arrays]) -> dict[str, Arrays]:
+        if "x" in loaded:
+            pool = loaded
+            n = len(pool["x"])
+            order = np.random.default_rng(self.split_seed).permutation(n)
+            n_test, n_val = int(round(n * self.test_fraction)), int(round(n * self.val_fraction))
+            parts = {
+                "test": order[:n_test],
+                "val": order[n_test : n_test + n_val],
+                "train": order[n_test + n_val :],
+            }
+            return {stage: {k: np.asarray(v)[idx] for k, v in pool.items()} for stage, idx in parts.items()}
+        splits = dict(loaded)
+        if "train" not in splits or "test" not in splits:
+            raise ValueError(f"load() must return a pool or train/test splits, got keys {sorted(splits)}")
+        if "val" not in splits:
+            train = splits["train"]
+            n = len(train["x"])
+            order = np.random.default_rng(self.split_seed).permutation(n)
+            n_val = int(round(n * self.val_fraction))
+            splits["val"] = {k: np.asarray(v)[order[:n_val]] for k, v in train.items()}
+            splits["train"] = {k: np.asarray(v)[order[n_val:]] for k, v in train.items()}
+        return splits
+
+    def setup(self, stage: str | None = None) -> None:
+        if self._splits is not None:
+            return
+        splits = self._split(self.load())
+        if self.standardize and np.asarray(splits["train"]["x"]).ndim == 2:
+            x = np.asarray(splits["train"]["x"], dtype=np.float64)
+            mean, std = x.mean(0), x.std(0)
+            std[std == 0] = 1.0
+            for part in splits.values():
+                part["x"] = (np.asarray(part["x"], dtype=np.float64) - mean) / std
+        self._splits = {stage: _to_tensors(arrays) for stage, arrays in splits.items()}
+
+    def split(self, stage: str) -> dict[str, torch.Tensor]:
+        """The tensors of one split ("train", "val", "test"), loading on first use."""
+        self.setup()
+        assert self._splits is not None
+        return self._splits[stage]
+
+    def info(self) -> dict[str, int]:
+        """Sizes the builder checks against the spec: in_features or in_channels, and
+        num_classes (integer targets) or num_targets (float targets)."""
+        train = self.split("train")
+        x, y = train["x"], train["y"]
+        info: dict[str, int] = {}
+        if x.ndim == 2:
+            info["in_features"] = int(x.shape[1])
+        elif x.ndim == 4:
+            info["in_channels"] = int(x.shape[1])
+        if y.dtype == torch.long:
+            all_y = torch.cat([self.split(s)["y"] for s in STAGES])
+            info["num_classes"] = int(all_y.max()) + 1
+        else:
+            info["num_targets"] = 1 if y.ndim == 1 else int(y.shape[1])
+        return info
+
+    def _loader(self, stage: str) -> DataLoader:
+        return DataLoader(
+            TensorDictDataset(self.split(stage)),
+            batch_size=self.batch_size,
+            shuffle=stage == "train",
+            num_workers=self.num_workers,
+            collate_fn=_keep_batch,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train")
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test")

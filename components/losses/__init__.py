@@ -1,0 +1,1 @@
+"""losses components (see registry.py for the build contract)."""

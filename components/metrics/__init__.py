@@ -1,0 +1,1 @@
+"""metrics components (see registry.py for the build contract)."""

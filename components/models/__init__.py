@@ -1,0 +1,1 @@
+"""models components (see registry.py for the build contract)."""

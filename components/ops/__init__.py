@@ -1,0 +1,1 @@
+"""ops components (see registry.py for the build contract)."""

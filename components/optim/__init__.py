@@ -1,0 +1,1 @@
+"""optim components (see registry.py for the build contract)."""

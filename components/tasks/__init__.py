@@ -1,0 +1,1 @@
+"""tasks components (see registry.py for the build contract)."""

@@ -1,0 +1,128 @@
+"""Supervised fit: outputs = model(batch["x"]); loss(outputs, batch); metrics per stage.
+
+Logged keys: `train/loss` per step; `<stage>/loss`, `<stage>/<metric>` per epoch for train, val and
+test; for a loss with named terms (`weighted_sum`), `<stage>/loss.<term>` too.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any, Callable
+
+import lightning as L
+import torch
+from torch import nn
+
+
+def scheduler_interval(factory: Callable[..., Any]) -> str:
+    """The `interval` a scheduler factory (a functools.partial) will use: given or default."""
+    keywords = getattr(factory, "keywords", {})
+    if "interval" in keywords:
+        return keywords["interval"]
+    func = getattr(factory, "func", factory)
+    param = inspect.signature(func).parameters.get("interval")
+    return "step" if param is None or param.default is param.empty else param.default
+
+
+class Supervised(L.LightningModule):
+    """Base of the supervised tasks; subclasses say which data sizes must match the model.
+
+    Args:
+        model: The network (built by the builder from `model:`).
+        loss: Called as loss(outputs, batch) -> scalar.
+        optimizer: Factory called with the parameters.
+        scheduler: Factory called as scheduler(optimizer, total_steps), or None.
+        metrics: name -> metric with update(outputs, batch); cloned for train, val and test.
+        train_metrics: Also compute the metrics on the training batches.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        loss: nn.Module,
+        optimizer: Callable[..., torch.optim.Optimizer],
+        scheduler: Callable[..., dict[str, Any]] | None = None,
+        metrics: dict[str, Any] | None = None,
+        train_metrics: bool = True,
+    ) -> None:
+        super().__init__()
+        self.model, self.loss = model, loss
+        self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
+        metrics = metrics or {}
+        # One clone per stage; ModuleDict keys may not shadow nn.Module attributes such as `train`.
+        self.stage_metrics = nn.ModuleDict({
+            f"{stage}_metrics": nn.ModuleDict({k: copy.deepcopy(m) for k, m in metrics.items()})
+            for stage in (("train", "val", "test") if train_metrics else ("val", "test"))
+        })
+
+    @staticmethod
+    def check_data(info: dict[str, int], model_args: dict[str, Any]) -> list[tuple[str, str]]:
+        """(model argument, message) for each size the data reports that the spec contradicts."""
+        return []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)
+
+    def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
+        outputs = self.model(batch["x"])
+        loss = self.loss(outputs, batch)
+        size = len(batch["x"])
+        if stage == "train":
+            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=size)
+        else:
+            self.log(f"{stage}/loss", loss, on_epoch=True, prog_bar=stage == "val", batch_size=size)
+        for term, value in getattr(self.loss, "last_terms", {}).items():
+            self.log(f"{stage}/loss.{term}", value, on_step=False, on_epoch=True, batch_size=size)
+        if f"{stage}_metrics" in self.stage_metrics:
+            for name, metric in self.stage_metrics[f"{stage}_metrics"].items():
+                metric.update(outputs.detach(), batch)
+                self.log(f"{stage}/{name}", metric, on_step=False, on_epoch=True, batch_size=size)
+        return loss
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._step(batch, "train")
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        self._step(batch, "val")
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        self._step(batch, "test")
+
+    def configure_optimizers(self) -> Any:
+        optimizer = self.optimizer_factory(self.parameters())
+        if self.scheduler_factory is None:
+            return optimizer
+        if scheduler_interval(self.scheduler_factory) == "step":
+            total = int(self.trainer.estimated_stepping_batches)
+        else:
+            total = int(self.trainer.max_epochs or 1)
+        config = self.scheduler_factory(optimizer, total_steps=total)
+        return {"optimizer": optimizer, "lr_scheduler": config}
+
+
+class Classification(Supervised):
+    """Classification: the model's `out_features` must equal the data's number of classes (or be 1
+    for two classes with a single-logit loss such as `bce`)."""
+
+    @staticmethod
+    def check_data(info: dict[str, int], model_args: dict[str, Any]) -> list[tuple[str, str]]:
+        classes, out = info.get("num_classes"), model_args.get("out_features")
+        if classes is None:
+            return [("out_features", "the data has no class labels (float targets); use task 'regression'")]
+        if out is not None and out != classes and not (classes == 2 and out == 1):
+            return [("out_features", f"is {out} but the data has {classes} classes")]
+        return []
+
+
+class Regression(Supervised):
+    """Regression: the model's `out_features` must equal the data's number of targets."""
+
+    @staticmethod
+    def check_data(info: dict[str, int], model_args: dict[str, Any]) -> list[tuple[str, str]]:
+        targets, out = info.get("num_targets"), model_args.get("out_features")
+        if targets is None:
+            return [("out_features", "the data has class labels (integer targets); use task 'classification'")]
+        if out is not None and out != targets:
+            return [("out_features", f"is {out} but the data has {targets} target(s)")]
+        return []

@@ -1,0 +1,1 @@
+"""expspec framework: spec types, loader, schema, builder, runner, tracking, CLI."""

@@ -1,0 +1,131 @@
+"""Building: operative spec -> task (LightningModule), data module, callbacks, Trainer.
+
+Nested nodes are built depth first; optimizers and schedulers become factories (functools.partial)
+the task calls with the runtime arguments. A failure keeps its exception type and gains a note
+with the spec location, key path and component (`add_note`), so the CLI can show a one-line error.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import registry
+from framework.errors import Mark, Path, Problem, SpecError, format_path
+from framework.loader import Loaded
+from framework.schema import LiveSchemas
+from framework.validate import _node_ref
+
+
+@dataclass
+class Built:
+    task: Any
+    data: Any
+    callbacks: list[Any]
+    trainer_kwargs: dict[str, Any]
+
+
+class Builder:
+    def __init__(self, loaded: Loaded, schemas: LiveSchemas | None = None) -> None:
+        self.loaded = loaded
+        self.schemas = schemas or LiveSchemas()
+
+    def note(self, error: BaseException, path: Path, what: str) -> None:
+        mark = self.loaded.key_mark(path) or Mark(self.loaded.source)
+        error.add_note(f"{mark}: {format_path(path)}: while building {what}")
+
+    def node(self, table: str, node: dict[str, Any], path: Path, **runtime: Any) -> Any:
+        reg = registry.KINDS[table]
+        name = node["type"]
+        schema = self.schemas.component(table, name)
+        kwargs: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "type":
+                continue
+            nested = _node_ref(schema["properties"].get(key, {}))
+            if nested and value is not None:
+                sub_table, many = nested
+                if many:
+                    value = [self.node(sub_table, v, (*path, key, i)) for i, v in enumerate(value)]
+                else:
+                    value = self.node(sub_table, value, (*path, key))
+            kwargs[key] = value
+        target = reg.load(name)
+        if reg.factory:
+            return functools.partial(target, **kwargs)
+        try:
+            return target(**kwargs, **runtime)
+        except Exception as error:
+            self.note(error, path, f"{reg.kind} '{name}'")
+            raise
+
+    def build(self, operative: dict[str, Any]) -> Built:
+        data = self.node("data", operative["data"], ("data",))
+        model = self.node("models", operative["model"], ("model",))
+        self.check_data(operative, data)
+        metrics: dict[str, Any] = {}
+        for i, node in enumerate(operative["metrics"]):
+            if node["type"] in metrics:
+                raise SpecError([Problem(self.loaded.key_mark(("metrics", i)), ("metrics", i),
+                                         f"metric '{node['type']}' is listed twice")])
+            metrics[node["type"]] = self.node("metrics", node, ("metrics", i))
+        runtime: dict[str, Any] = {"model": model, "metrics": metrics}
+        for field, table in (("loss", "losses"), ("optimizer", "optimizers"), ("scheduler", "schedulers")):
+            runtime[field] = self.node(table, operative[field], (field,)) if operative.get(field) else None
+        task_node = operative["task"]
+        task_cls = registry.TASKS.load(task_node["type"])
+        accepted = self._accepted(task_cls)
+        missing = [k for k in ("loss", "optimizer") if k in accepted and runtime[k] is None
+                   and self._required(task_cls, k)]
+        if missing:
+            raise SpecError([Problem(self.loaded.key_mark(("task",)), ("task",),
+                                     f"task '{task_node['type']}' needs a '{k}' section") for k in missing])
+        task = self.node("tasks", task_node, ("task",), **{k: v for k, v in runtime.items() if k in accepted})
+        callbacks = [self.node("callbacks", n, ("callbacks", i)) for i, n in enumerate(operative["callbacks"])]
+        return Built(task=task, data=data, callbacks=callbacks, trainer_kwargs=trainer_kwargs(operative))
+
+    @staticmethod
+    def _accepted(cls: Any) -> set[str]:
+        import inspect
+
+        return set(inspect.signature(cls).parameters)
+
+    @staticmethod
+    def _required(cls: Any, name: str) -> bool:
+        import inspect
+
+        param = inspect.signature(cls).parameters[name]
+        return param.default is param.empty
+
+    def check_data(self, operative: dict[str, Any], data: Any) -> None:
+        """Sizes the data reports must match what the spec wrote (never filled in silently)."""
+        info_fn = getattr(data, "info", None)
+        if info_fn is None:
+            return
+        try:
+            info = info_fn()
+        except Exception as error:
+            self.note(error, ("data",), f"data '{operative['data']['type']}'")
+            raise
+        model_args = operative["model"]
+        problems = []
+        for key in ("in_features", "in_channels"):
+            if key in info and key in model_args and model_args[key] != info[key]:
+                problems.append((key, f"is {model_args[key]} but the data has {key} = {info[key]}"))
+        task_cls = registry.TASKS.load(operative["task"]["type"])
+        check = getattr(task_cls, "check_data", None)
+        if check:
+            problems += check(info, model_args)
+        if problems:
+            raise SpecError([
+                Problem(self.loaded.value_mark(("model", key)), ("model", key), message)
+                for key, message in problems
+            ])
+
+
+def trainer_kwargs(operative: dict[str, Any]) -> dict[str, Any]:
+    """Lightning Trainer arguments from `hardware:` and `trainer:` (threads is ours, not Lightning's)."""
+    hardware = {k: v for k, v in operative["hardware"].items() if k != "threads"}
+    trainer = {k: v for k, v in operative["trainer"].items() if v is not None}
+    return {**hardware, **trainer}

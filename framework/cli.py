@@ -1,0 +1,226 @@
+"""The `exp` command line.
+
+    exp run SPEC [key.path=value ...]     train/evaluate, tracked in MLflow
+    exp validate PATH ...                 structure and component arguments; never imports torch
+    exp show SPEC [key.path=value ...]    the operative spec (extends, overrides, defaults)
+    exp list [KIND]                       registered components
+    exp explain NAME                      a component's arguments, docstring and source location
+    exp schema [--check]                  write (or check) framework/spec.schema.json
+
+Exit codes: 0 ok, 1 a run or check failed, 2 a spec error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from framework.errors import SpecError
+
+EXIT_FAILED, EXIT_SPEC = 1, 2
+
+
+def _spec_files(paths: list[str]) -> list[Path]:
+    """Files named directly, and every `*.yaml` under directories except `_fragments.yaml`
+    (fragments are partial specs, validated through the specs that extend them)."""
+    files: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*.y*ml") if not p.name.startswith("_"))
+        else:
+            files.append(path)
+    return files
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from framework.loader import load_spec
+    from framework.schema import CommittedSchemas
+    from framework.validate import validate
+
+    files = _spec_files(args.paths)
+    if not files:
+        print(f"error: no spec files found in {' '.join(args.paths)}", file=sys.stderr)
+        return EXIT_SPEC
+    schemas = CommittedSchemas()
+    failed = 0
+    for path in files:
+        try:
+            validate(load_spec(path), schemas)
+        except SpecError as error:
+            failed += 1
+            print(error, file=sys.stderr)
+            continue
+        if not args.quiet:
+            print(f"ok  {path}")
+    print(f"{len(files) - failed} of {len(files)} spec(s) valid", file=sys.stderr if failed else sys.stdout)
+    return EXIT_SPEC if failed else 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from framework.loader import load_spec
+    from framework.schema import CommittedSchemas
+    from framework.spec import spec_hash
+    from framework.validate import validate
+
+    operative = validate(load_spec(args.spec, args.overrides), CommittedSchemas())
+    print(f"# operative spec of {args.spec} (hash {spec_hash(operative)})")
+    print(yaml.safe_dump(operative, sort_keys=False, default_flow_style=None, width=100), end="")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from framework.runner import run
+
+    result = run(args.spec, args.overrides)
+    print(f"run {result.run_id} finished ({result.operative['paper']} / {result.operative['name']})")
+    for key in sorted(result.metrics):
+        print(f"  {key:32s} {result.metrics[key]:.4f}")
+    return 0
+
+
+def _kind_table(kind: str) -> str:
+    import registry
+
+    for table, reg in registry.KINDS.items():
+        if kind in (table, reg.kind):
+            return table
+    choices = ", ".join(registry.KINDS)
+    raise SystemExit(f"error: unknown kind '{kind}'. Kinds: {choices}")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    import registry
+
+    tables = [_kind_table(args.kind)] if args.kind else list(registry.KINDS)
+    for table in tables:
+        reg = registry.KINDS[table]
+        print(f"{table}:")
+        for name in reg.names():
+            print(f"  {name:28s} {reg.target(name)}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    import inspect
+
+    import registry
+    from framework.schema import LiveSchemas
+    from framework.validate import describe
+
+    kind, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
+    tables = [_kind_table(kind)] if kind else [t for t, r in registry.KINDS.items() if name in r]
+    if not tables:
+        import difflib
+
+        every = sorted({n for r in registry.KINDS.values() for n in r.names()})
+        match = difflib.get_close_matches(name, every, n=1)
+        hint = f" Did you mean '{match[0]}'?" if match else " See `exp list`."
+        print(f"error: no component named '{name}'.{hint}", file=sys.stderr)
+        return EXIT_SPEC
+    schemas = LiveSchemas()
+    for table in tables:
+        reg = registry.KINDS[table]
+        schema = schemas.component(table, name)
+        target = reg.load(name)
+        try:
+            source = f"{inspect.getsourcefile(target)}:{inspect.getsourcelines(target)[1]}"
+        except (TypeError, OSError):
+            source = "<unknown>"
+        print(f"{reg.kind} '{name}'  ->  {reg.target(name)}  ({source})")
+        if reg.runtime:
+            print(f"  supplied at run time: {', '.join(reg.runtime)}")
+        print("  arguments:")
+        for key, prop in schema["properties"].items():
+            if key == "type":
+                continue
+            need = "required" if key in schema["required"] else f"default {prop.get('default', '<none>')!r}"
+            print(f"    {key:26s} {describe({k: v for k, v in prop.items() if k != 'default'})}  [{need}]")
+        doc = inspect.getdoc(target)
+        if doc:
+            print("\n" + "\n".join(f"  {line}" for line in doc.splitlines()))
+        print()
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from framework.schema import SCHEMA_PATH, build_schema
+
+    path = Path(args.output) if args.output else SCHEMA_PATH
+    text = json.dumps(build_schema(), indent=1) + "\n"
+    if args.check:
+        if not path.is_file() or path.read_text() != text:
+            print(f"{path} is stale: run `exp schema` and commit it", file=sys.stderr)
+            return EXIT_FAILED
+        print(f"{path} is up to date")
+        return 0
+    path.write_text(text)
+    print(f"wrote {path}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="exp", description="Declarative, spec-driven experiments.")
+    p.add_argument("--traceback", action="store_true", help="show full tracebacks of errors")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a spec (fit, then test), tracked in MLflow")
+    r.add_argument("spec")
+    r.add_argument("overrides", nargs="*", metavar="key.path=value")
+    r.set_defaults(func=cmd_run)
+    v = sub.add_parser("validate", help="check specs without importing torch")
+    v.add_argument("paths", nargs="+")
+    v.add_argument("-q", "--quiet", action="store_true", help="print only problems and the summary")
+    v.set_defaults(func=cmd_validate)
+    s = sub.add_parser("show", help="print the operative spec")
+    s.add_argument("spec")
+    s.add_argument("overrides", nargs="*", metavar="key.path=value")
+    s.set_defaults(func=cmd_show)
+    ls = sub.add_parser("list", help="list registered components")
+    ls.add_argument("kind", nargs="?")
+    ls.set_defaults(func=cmd_list)
+    e = sub.add_parser("explain", help="show a component's arguments, docstring and file:line")
+    e.add_argument("name", help="NAME or KIND.NAME")
+    e.set_defaults(func=cmd_explain)
+    sc = sub.add_parser("schema", help="write the JSON Schema of specs")
+    sc.add_argument("--check", action="store_true", help="exit 1 if the written schema is stale")
+    sc.add_argument("-o", "--output")
+    sc.set_defaults(func=cmd_schema)
+    return p
+
+
+def _describe_error(error: BaseException) -> str:
+    lines = [f"error: {type(error).__name__}: {error}"]
+    lines += [f"  {note}" for note in getattr(error, "__notes__", [])]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    show_traceback = args.traceback or os.environ.get("EXPSPEC_TRACEBACK") == "1"
+    try:
+        return args.func(args)
+    except SpecError as error:
+        print(error, file=sys.stderr)
+        return EXIT_SPEC
+    except KeyboardInterrupt:
+        print("interrupted; the run is marked KILLED", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if show_traceback:
+            raise
+        print(_describe_error(error), file=sys.stderr)
+        if args.command == "run":
+            print("  (the MLflow run, if one was started, is marked FAILED with error.txt; "
+                  "--traceback shows the full traceback)", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Spec errors: every problem collected, each with where (file:line:col, key path), what, and what
+is valid; raised once as a `SpecError`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A place in a source: a YAML file position (1-based) or a command-line override."""
+
+    source: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.source
+        return f"{self.source}:{self.line}:{self.column}"
+
+
+def format_path(path: Path) -> str:
+    """`("loss", "terms", 1, "weight")` -> `loss.terms[1].weight`."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "<root>"
+
+
+@dataclass(frozen=True)
+class Problem:
+    mark: Mark | None
+    path: Path
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.mark}: " if self.mark else ""
+        key = f"{format_path(self.path)}: " if self.path else ""
+        return f"{where}{key}{self.message}"
+
+
+class SpecError(ValueError):
+    """One or more problems in a spec; `str()` lists them all, one per line."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = list(problems)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''} in spec:"
+        return "\n".join([head, *(f"  {p}" for p in self.problems)])

@@ -1,0 +1,228 @@
+"""JSON Schema of specs: the pydantic sections plus one definition per registered component.
+
+A component's schema is generated from its constructor's typed signature: every parameter that is
+not runtime-supplied (see `registry.Registry.runtime`) becomes a property, required when it has
+no default. Python types map onto JSON Schema as below; a type with no JSON form (a tensor, a
+module) is dropped from a union, and a parameter left with no JSON form accepts any value.
+
+`exp schema` writes the whole schema to `framework/spec.schema.json` (committed; a test fails when
+it is stale). `exp validate` reads that file and never imports torch; `exp run` asks the live
+signatures of the components it uses (`LiveSchemas`), so both apply the same rules.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import pathlib
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import registry
+from registry import UnknownComponent
+
+SCHEMA_PATH = pathlib.Path(__file__).with_name("spec.schema.json")
+_NO_JSON = object()  # marker: this annotation has no JSON Schema form
+
+
+def _kind_table(meta: Any) -> str | None:
+    # components.kinds.Kind, recognised by shape so that this module never imports components.
+    table = getattr(meta, "table", None)
+    return table if type(meta).__name__ == "Kind" and isinstance(table, str) else None
+
+
+def type_schema(annotation: Any) -> Any:
+    """JSON Schema for a Python annotation, or `_NO_JSON`."""
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return {}
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        for meta in annotation.__metadata__:
+            table = _kind_table(meta)
+            if table:
+                return {"$ref": f"#/$defs/node.{table}"}
+        return type_schema(args[0])
+    if annotation is type(None) or annotation is None:
+        return {"type": "null"}
+    if annotation is bool:
+        return {"type": "boolean"}
+    if annotation is int:
+        return {"type": "integer"}
+    if annotation is float:
+        return {"type": "number"}
+    if annotation in (str, pathlib.Path):
+        return {"type": "string"}
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return {"enum": [m.value for m in annotation]}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin in (typing.Union, types.UnionType):
+        members = [type_schema(a) for a in args]
+        members = [m for i, m in enumerate(members) if m is not _NO_JSON and m not in members[:i]]
+        if not members:
+            return _NO_JSON
+        if any(m == {} for m in members):
+            return {}
+        return members[0] if len(members) == 1 else {"anyOf": members}
+    if origin in (list, Sequence, set, frozenset) or annotation in (list, tuple):
+        item = type_schema(args[0]) if args else {}
+        return {"type": "array", "items": {} if item is _NO_JSON else item}
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = type_schema(args[0])
+            return {"type": "array", "items": {} if item is _NO_JSON else item}
+        items = [type_schema(a) for a in args]
+        items = [{} if i is _NO_JSON else i for i in items]
+        return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+    if origin in (dict, Mapping) or annotation is dict:
+        value = type_schema(args[1]) if len(args) == 2 else {}
+        return {"type": "object", "additionalProperties": {} if value is _NO_JSON else value}
+    return _NO_JSON
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, tuple):
+        value = list(value)
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return _NO_JSON
+    return value
+
+
+def _hints(target: Any) -> dict[str, Any]:
+    function = target.__init__ if inspect.isclass(target) else target
+    try:
+        return typing.get_type_hints(function, include_extras=True)
+    except Exception:  # unresolvable forward references in third-party code: use what is there
+        return dict(getattr(function, "__annotations__", {}))
+
+
+def component_schema(table: str, name: str) -> dict[str, Any]:
+    """The JSON Schema of one registered component's node (imports the component)."""
+    reg = registry.KINDS[table]
+    target = reg.load(name)
+    signature = inspect.signature(target)
+    hints = _hints(target)
+    properties: dict[str, Any] = {"type": {"const": name}}
+    required = ["type"]
+    open_ended = False
+    for param in signature.parameters.values():
+        if param.name in reg.runtime or param.name == "self":
+            continue
+        if param.kind is param.VAR_KEYWORD:
+            open_ended = True
+            continue
+        if param.kind is param.VAR_POSITIONAL:
+            continue
+        schema = type_schema(hints.get(param.name, param.annotation))
+        schema = {} if schema is _NO_JSON else dict(schema)
+        if param.default is param.empty:
+            required.append(param.name)
+        else:
+            default = _json_default(param.default)
+            if default is not _NO_JSON:
+                schema["default"] = default
+        properties[param.name] = schema
+    doc = inspect.getdoc(target) or ""
+    return {
+        "type": "object",
+        "title": f"{reg.kind} '{name}'",
+        "description": doc.split("\n\n")[0],
+        "x-target": reg.target(name),
+        "properties": properties,
+        "required": required,
+        "additionalProperties": open_ended,
+    }
+
+
+def node_definition(table: str, names: list[str]) -> dict[str, Any]:
+    """`node.<table>`: a mapping whose `type` is one of the table's names, then that name's schema."""
+    return {
+        "type": "object",
+        "required": ["type"],
+        "properties": {"type": {"enum": names}},
+        "allOf": [
+            {"if": {"properties": {"type": {"const": n}}}, "then": {"$ref": f"#/$defs/{table}.{n}"}}
+            for n in names
+        ],
+    }
+
+
+def _replace_placeholders(value: Any) -> Any:
+    if isinstance(value, dict):
+        if "x-node" in value:
+            return {"$ref": f"#/$defs/node.{value['x-node']}"}
+        return {k: _replace_placeholders(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_placeholders(v) for v in value]
+    return value
+
+
+def build_schema() -> dict[str, Any]:
+    """The whole spec schema (imports every registered component)."""
+    from framework.spec import Spec
+
+    schema = _replace_placeholders(Spec.model_json_schema())
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "expspec spec"
+    schema["properties"]["extends"] = {
+        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+        "description": "base spec(s), relative to this file; mappings merge, lists and scalars replace",
+    }
+    defs = schema.setdefault("$defs", {})
+    for table, reg in registry.KINDS.items():
+        names = reg.names()
+        defs[f"node.{table}"] = node_definition(table, names)
+        for name in names:
+            defs[f"{table}.{name}"] = component_schema(table, name)
+    return schema
+
+
+def write_schema(path: pathlib.Path = SCHEMA_PATH) -> pathlib.Path:
+    path.write_text(json.dumps(build_schema(), indent=1) + "\n")
+    return path
+
+
+class CommittedSchemas:
+    """Component schemas read from the committed JSON file: no torch import."""
+
+    def __init__(self, path: pathlib.Path = SCHEMA_PATH) -> None:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing; run `exp schema` to write it")
+        self.defs: dict[str, Any] = json.loads(path.read_text())["$defs"]
+
+    def names(self, table: str) -> list[str]:
+        return list(self.defs[f"node.{table}"]["properties"]["type"]["enum"])
+
+    def component(self, table: str, name: str) -> dict[str, Any]:
+        key = f"{table}.{name}"
+        if key not in self.defs:
+            registry.KINDS[table].target(name)  # raises UnknownComponent with close matches
+            raise LookupError(
+                f"{registry.KINDS[table].kind} '{name}' is registered but missing from "
+                f"{SCHEMA_PATH.name}; run `exp schema` to regenerate it"
+            )
+        return self.defs[key]
+
+
+class LiveSchemas:
+    """Component schemas from the live signatures (imports each component on first use)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def names(self, table: str) -> list[str]:
+        return registry.KINDS[table].names()
+
+    def component(self, table: str, name: str) -> dict[str, Any]:
+        if (table, name) not in self._cache:
+            registry.KINDS[table].target(name)  # raises UnknownComponent with close matches
+            self._cache[(table, name)] = component_schema(table, name)
+        return self._cache[(table, name)]

@@ -1,0 +1,146 @@
+"""MLflow tracking of a run: experiment = paper; params = the flattened operative spec; tags = spec
+path, spec hash, git commit and dirty flag, package versions; artifact = resolved_spec.yaml;
+metrics through Lightning's MLflow logger with `stage/name` keys.
+
+The runner owns the run's lifecycle: it creates the run before building anything and always ends
+it, FINISHED, FAILED (the error text logged as a tag and as error.txt) or KILLED (Ctrl-C), so no
+run is ever left RUNNING by an exception.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import traceback
+from pathlib import Path
+from typing import Any
+
+import yaml
+from lightning.pytorch.loggers import MLFlowLogger
+
+DEFAULT_URI = "sqlite:///mlflow.db"
+PACKAGES = ("expspec", "torch", "lightning", "torchmetrics", "mlflow", "pydantic", "numpy")
+_MAX_PARAM = 6000  # MLflow's limit on a param value's length
+
+
+def tracking_uri(operative: dict[str, Any]) -> str:
+    """`tracking.uri`, else MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working directory."""
+    return operative["tracking"]["uri"] or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    """`{"model": {"hidden": [64]}}` -> `{"model.hidden": "[64]"}`; lists of nodes are indexed."""
+    out: dict[str, str] = {}
+    if isinstance(value, dict) and value:
+        for key, sub in value.items():
+            out.update(flatten(sub, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(value, list) and any(isinstance(v, dict) for v in value):
+        for i, sub in enumerate(value):
+            out.update(flatten(sub, f"{prefix}.{i}"))
+    else:
+        out[prefix] = yaml.safe_dump(value, default_flow_style=True, width=1 << 20).strip().removesuffix("\n...")
+    return out
+
+
+def git_state(cwd: Path | None = None) -> tuple[str, bool] | None:
+    """(commit, dirty) of the repository holding `cwd`, or None outside a git checkout."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        if commit.returncode != 0:
+            return None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                                capture_output=True, text=True, timeout=10)
+        return commit.stdout.strip(), bool(status.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+class RunLogger(MLFlowLogger):
+    """Lightning's MLflow logger, writing into a run the runner created. Lightning finalizes its
+    loggers at the end of fit *and* of test; the runner, not Lightning, sets the final status."""
+
+    def finalize(self, status: str = "success") -> None:
+        if self._initialized and self._checkpoint_callback:
+            self._scan_and_log_checkpoints(self._checkpoint_callback)
+
+
+class Tracker:
+    """One MLflow run of one operative spec."""
+
+    def __init__(self, operative: dict[str, Any], spec_path: str, spec_hash: str, overrides: list[str]) -> None:
+        from mlflow.tracking import MlflowClient
+
+        self.operative, self.spec_path, self.spec_hash, self.overrides = operative, spec_path, spec_hash, overrides
+        self.uri = tracking_uri(operative)
+        self.client = MlflowClient(tracking_uri=self.uri)
+        self.run_id: str | None = None
+
+    def _experiment_id(self, name: str) -> str:
+        experiment = self.client.get_experiment_by_name(name)
+        if experiment is not None:
+            if experiment.lifecycle_stage == "deleted":
+                self.client.restore_experiment(experiment.experiment_id)
+            return experiment.experiment_id
+        try:
+            return self.client.create_experiment(name)
+        except Exception:  # another process created it between the two calls
+            experiment = self.client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+            return experiment.experiment_id
+
+    def start(self) -> str:
+        from mlflow.entities import Param
+
+        op = self.operative
+        tags = {
+            "mlflow.runName": op["name"],
+            "expspec.spec_path": self.spec_path,
+            "expspec.spec_hash": self.spec_hash,
+            "expspec.overrides": " ".join(self.overrides),
+            **{f"expspec.version.{k}": v for k, v in package_versions().items()},
+        }
+        if op["description"]:
+            tags["mlflow.note.content"] = op["description"]
+        state = git_state()
+        if state:
+            tags["mlflow.source.git.commit"], dirty = state
+            tags["expspec.git_dirty"] = str(dirty).lower()
+        run = self.client.create_run(self._experiment_id(op["paper"]), run_name=op["name"], tags=tags)
+        self.run_id = run.info.run_id
+        params = [Param(k, v[:_MAX_PARAM]) for k, v in flatten(op).items()]
+        for start in range(0, len(params), 100):
+            self.client.log_batch(self.run_id, params=params[start : start + 100])
+        self.client.log_text(self.run_id, yaml.safe_dump(op, sort_keys=False), "resolved_spec.yaml")
+        return self.run_id
+
+    def logger(self) -> RunLogger:
+        assert self.run_id is not None
+        log_model = self.operative["tracking"]["log_checkpoints"]
+        return RunLogger(tracking_uri=self.uri, run_id=self.run_id, log_model=log_model)
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """End the run: FINISHED, or FAILED with the error logged, or KILLED on Ctrl-C / exit."""
+        if self.run_id is None:
+            return
+        if error is None:
+            self.client.set_terminated(self.run_id, "FINISHED")
+            return
+        killed = isinstance(error, (KeyboardInterrupt, SystemExit))
+        text = "".join(traceback.format_exception(error))
+        try:
+            self.client.set_tag(self.run_id, "expspec.error", f"{type(error).__name__}: {error}"[:5000])
+            self.client.log_text(self.run_id, text, "error.txt")
+        finally:
+            self.client.set_terminated(self.run_id, "KILLED" if killed else "FAILED")
