@@ -17,8 +17,9 @@ from framework.schema import LiveSchemas
 from framework.spec import spec_hash
 from framework.validate import validate
 
-# Lightning's own files (checkpoints) go under here, by MLflow experiment id and run id.
-RUNS_DIR = Path(os.environ.get("EXPSPEC_RUNS_DIR", ".expspec/runs"))
+def runs_dir() -> Path:
+    """Lightning's own files (checkpoints) go under here, by MLflow experiment id and run id."""
+    return Path(os.environ.get("EXPSPEC_RUNS_DIR", ".expspec/runs"))
 
 
 @dataclass
@@ -73,7 +74,7 @@ def run(spec_path: str | Path, overrides: list[str] | None = None) -> RunResult:
             **built.trainer_kwargs,
             callbacks=callbacks,
             logger=tracker.logger(),
-            default_root_dir=str(RUNS_DIR),
+            default_root_dir=str(runs_dir()),
             enable_progress_bar=any(isinstance(c, ProgressBar) for c in callbacks),
             enable_model_summary=False,
         )

@@ -236,8 +236,23 @@ class _Checker:
                 match = _close(value, [str(v) for v in schema.get("enum", [])]) if isinstance(value, str) else None
                 message += f". Did you mean '{match}'?" if match else _hint(value, schema)
             else:
-                message = f"{error['msg']}, got {_got(value)}"
+                message = f"{_constraint(kind, error.get('ctx') or {}, error['msg'])}, got {_got(value)}"
             self.problem(field_path, message)
+
+
+_CONSTRAINTS = {
+    "greater_than_equal": "must be >= {ge}",
+    "greater_than": "must be > {gt}",
+    "less_than_equal": "must be <= {le}",
+    "less_than": "must be < {lt}",
+    "string_pattern_mismatch": "must match the pattern {pattern}",
+    "string_too_short": "must have at least {min_length} character(s)",
+}
+
+
+def _constraint(kind: str, ctx: dict[str, Any], fallback: str) -> str:
+    template = _CONSTRAINTS.get(kind)
+    return template.format(**ctx) if template else fallback
 
 
 def _get(data: Any, path: Path) -> Any:
@@ -304,8 +319,9 @@ def validate(loaded: Loaded, schemas: Schemas) -> dict[str, Any]:
     return operative
 
 
-def _order(problem: Problem) -> tuple[str, int, int]:
+def _order(problem: Problem) -> tuple[int, str, int, int]:
+    """File problems by file, line, column; override problems after them, in spec order (stable)."""
     mark = problem.mark
     if mark is None or mark.line is None:
-        return (mark.source if mark else "", 1 << 30, 0)
-    return (mark.source, mark.line, mark.column or 0)
+        return (1, "", 0, 0)
+    return (0, mark.source, mark.line, mark.column or 0)

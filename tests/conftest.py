@@ -1,0 +1,30 @@
+"""Shared fixtures: every test that runs a spec tracks into one throwaway sqlite store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "specs"
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A sqlite MLflow store shared by the session (creating its tables takes seconds)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+@pytest.fixture
+def tracked(store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs in this test log to the session store; Lightning's files go to tmp_path."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.setenv("EXPSPEC_RUNS_DIR", str(tmp_path / "runs"))
+    return store
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path

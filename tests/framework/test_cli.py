@@ -1,0 +1,64 @@
+"""framework/cli.py: commands, exit codes, and `exp validate` never importing torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from framework.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_validate_imports_no_torch() -> None:
+    code = (
+        "import sys\nfrom framework.cli import main\n"
+        "rc = main(['validate', '-q', 'specs'])\n"
+        "heavy = sorted(m for m in ('torch', 'lightning', 'mlflow', 'torchmetrics') if m in sys.modules)\n"
+        "print('heavy:', heavy)\nsys.exit(rc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "heavy: []" in out.stdout
+
+
+def test_validate_reports_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\npaper: p\ntask: {type: classification}\ndata: {type: nope}\nmodel: {type: mlp, in_features: 2, out_features: 2}\n")
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:4:14: data.type: unknown data 'nope'." in err
+    assert "0 of 1 spec(s) valid" in err
+
+
+def test_validate_empty_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(tmp_path)]) == 2
+    assert "no spec files found" in capsys.readouterr().err
+
+
+def test_show_prints_operative_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(ROOT / "specs/cvm_fairness/tiny.yaml"), "optimizer.lr=0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "lr: 0.5" in out and "threads: 1" in out and "# operative spec of" in out
+
+
+def test_list_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "optimizer"]) == 0
+    assert "adamw" in capsys.readouterr().out
+    assert main(["explain", "mlp"]) == 0
+    out = capsys.readouterr().out
+    assert "model 'mlp'  ->  components.models.mlp:MLP" in out
+    assert "in_features" in out and "[required]" in out and "mlp.py:" in out
+    assert main(["explain", "mpl"]) == 2
+    assert "Did you mean 'mlp'?" in capsys.readouterr().err
+
+
+def test_schema_check(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    assert main(["schema", "-o", str(out)]) == 0
+    assert main(["schema", "--check", "-o", str(out)]) == 0
+    out.write_text("{}")
+    assert main(["schema", "--check", "-o", str(out)]) == 1

@@ -1,0 +1,167 @@
+"""framework/loader.py: YAML with marks, extends, overrides, references; exact error texts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from framework.errors import Mark, SpecError
+from framework.loader import apply_overrides, load_file, load_spec, parse_yaml
+
+
+def _files(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("lr: 1e-3", {"lr": 0.001}),
+        ("lr: 1.0e-3", {"lr": 0.001}),
+        ("n: 1E+5", {"n": 100000.0}),
+        ("v: 10", {"v": 10}),
+        ("v: '1e-3'", {"v": "1e-3"}),
+        ("v: [1, 2.5, x]", {"v": [1, 2.5, "x"]}),
+        ("v: .inf", {"v": float("inf")}),
+    ],
+    ids=["1e-3 float", "1.0e-3", "1E+5", "int", "quoted stays string", "list", "inf"],
+)
+def test_scalars(text: str, expected: dict) -> None:
+    assert parse_yaml(text, "x.yaml").data == expected
+
+
+def test_marks_are_one_based_key_and_value() -> None:
+    loaded = parse_yaml("model:\n  type: mlp\n  hidden: [3, 4]\n", "s.yaml")
+    assert loaded.key_mark(("model", "hidden")) == Mark("s.yaml", 3, 3)
+    assert loaded.value_mark(("model", "hidden")) == Mark("s.yaml", 3, 11)
+    assert loaded.value_mark(("model", "hidden", 1)) == Mark("s.yaml", 3, 15)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a: 1\na: 2\n", "x.yaml:2:1: a: duplicate key 'a' (first at line 1)"),
+        ("a: !!python/object:os.system x\n",
+         "x.yaml:1:4: a: cannot read value: could not determine a constructor for the tag "
+         "'tag:yaml.org,2002:python/object:os.system'"),
+        ("a: !!python/name:os.system {}\n", "x.yaml:1:4: a: tag 'tag:yaml.org,2002:python/name:os.system' is not allowed in a spec"),
+        ("base: &b {x: 1}\nc:\n  <<: *b\n", "x.yaml:3:3: c: YAML merge keys ('<<') are not supported; use 'extends:'"),
+        ("a: [1, 2\n", "x.yaml:2:1: invalid YAML: expected ',' or ']', but got '<stream end>'"),
+        ("1: x\n", "x.yaml:1:1: keys must be strings, got int 1"),
+    ],
+    ids=["duplicate key", "python tag", "python tag on mapping", "merge key", "syntax", "int key"],
+)
+def test_parse_errors(text: str, message: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_yaml(text, "x.yaml")
+    assert [str(p) for p in info.value.problems] == [message]
+
+
+def test_extends_merges_mappings_and_replaces_lists(tmp_path: Path) -> None:
+    _files(tmp_path, {
+        "_base.yaml": "name: base\nmodel: {type: mlp, hidden: [64, 64], in_features: 8}\nmetrics: [{type: accuracy}]\n",
+        "child.yaml": "extends: _base.yaml\nname: child\nmodel:\n  hidden: [32]\nmetrics: []\n",
+    })
+    loaded = load_file(tmp_path / "child.yaml")
+    assert loaded.data == {
+        "name": "child",
+        "model": {"type": "mlp", "hidden": [32], "in_features": 8},
+        "metrics": [],
+    }
+    # marks point to where each surviving value was written
+    assert loaded.key_mark(("model", "hidden")).source.endswith("child.yaml")
+    assert loaded.key_mark(("model", "in_features")).source.endswith("_base.yaml")
+
+
+def test_extends_list_merges_left_to_right(tmp_path: Path) -> None:
+    _files(tmp_path, {
+        "a.yaml": "x: 1\ny: {p: 1}\n",
+        "b.yaml": "x: 2\ny: {q: 2}\n",
+        "c.yaml": "extends: [a.yaml, b.yaml]\ny: {r: 3}\n",
+    })
+    assert load_file(tmp_path / "c.yaml").data == {"x": 2, "y": {"p": 1, "q": 2, "r": 3}}
+
+
+def test_extends_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _files(tmp_path, {"a.yaml": "extends: b.yaml\n", "b.yaml": "extends: a.yaml\n"})
+    with pytest.raises(SpecError) as info:
+        load_file("a.yaml")
+    assert str(info.value.problems[0]) == "b.yaml:1:10: extends: extends cycle: a.yaml -> b.yaml -> a.yaml"
+
+
+def test_extends_missing_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _files(tmp_path, {"a.yaml": "extends: nope.yaml\n"})
+    with pytest.raises(SpecError) as info:
+        load_file("a.yaml")
+    assert str(info.value.problems[0]) == "a.yaml:1:10: extends: base spec 'nope.yaml' not found (looked for nope.yaml)"
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        (["optimizer.lr=3e-3"], {"optimizer": {"type": "adam", "lr": 0.003}, "terms": [{"w": 1}, {"w": 2}]}),
+        (["terms.1.w=5"], {"optimizer": {"type": "adam", "lr": 0.1}, "terms": [{"w": 1}, {"w": 5}]}),
+        (["optimizer={type: sgd}"], {"optimizer": {"type": "sgd"}, "terms": [{"w": 1}, {"w": 2}]}),
+        (["trainer.max_epochs=2"], {"optimizer": {"type": "adam", "lr": 0.1}, "terms": [{"w": 1}, {"w": 2}],
+                                    "trainer": {"max_epochs": 2}}),
+        (["terms=[]", "optimizer.lr=null"], {"optimizer": {"type": "adam", "lr": None}, "terms": []}),
+    ],
+    ids=["number", "list index", "whole node", "new section", "in order, null"],
+)
+def test_overrides(overrides: list[str], expected: dict) -> None:
+    loaded = parse_yaml("optimizer: {type: adam, lr: 0.1}\nterms: [{w: 1}, {w: 2}]\n", "s.yaml")
+    apply_overrides(loaded, overrides)
+    assert loaded.data == expected
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("optimizer.lr", "override 'optimizer.lr': expected key.path=value"),
+        ("terms.7.w=1", "override 'terms.7.w=1': terms: index '7' is not valid for a list of 2 item(s)"),
+        ("optimizer.lr.x=1", "override 'optimizer.lr.x=1': optimizer.lr: cannot set 'x' inside a float"),
+        ("extends=a.yaml", "override 'extends=a.yaml': extends: 'extends' cannot be overridden; edit the spec file"),
+        ("a=[1,", "override 'a=[1,': invalid YAML: expected the node content, but found '<stream end>'"),
+    ],
+    ids=["no value", "bad index", "into a scalar", "extends", "bad yaml"],
+)
+def test_override_errors(override: str, message: str) -> None:
+    loaded = parse_yaml("optimizer: {type: adam, lr: 0.1}\nterms: [{w: 1}, {w: 2}]\n", "s.yaml")
+    with pytest.raises(SpecError) as info:
+        apply_overrides(loaded, [override])
+    assert [str(p) for p in info.value.problems] == [message]
+
+
+def test_references_typed_and_formatted(tmp_path: Path) -> None:
+    _files(tmp_path, {"s.yaml": "data: {n: 6, tag: 'n${data.n}'}\nmodel: {in_features: '${data.n}', alias: '${model.in_features}'}\n"})
+    assert load_spec(tmp_path / "s.yaml").data == {
+        "data": {"n": 6, "tag": "n6"},
+        "model": {"in_features": 6, "alias": 6},
+    }
+
+
+def test_references_see_overrides(tmp_path: Path) -> None:
+    _files(tmp_path, {"s.yaml": "data: {n: 6}\nmodel: {in_features: '${data.n}'}\n"})
+    assert load_spec(tmp_path / "s.yaml", ["data.n=9"]).data["model"] == {"in_features": 9}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a: ${b.n_feature}\nb: {n_features: 1}\n",
+         "s.yaml:1:4: a: reference '${b.n_feature}' not found: no key 'n_feature'. Did you mean 'n_features'?"),
+        ("a: ${b}\nb: ${a}\n", "s.yaml:1:4: a: reference cycle: b -> a -> b"),
+    ],
+    ids=["missing", "cycle"],
+)
+def test_reference_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_spec("s.yaml")
+    assert str(info.value.problems[0]) == message

@@ -1,0 +1,77 @@
+"""framework/runner.py + tracking.py: what an MLflow run carries, and that no run is left RUNNING."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from framework.errors import SpecError
+from framework.runner import run
+from framework.tracking import flatten
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "specs/cvm_fairness/tiny.yaml"
+SHORT = ["trainer.max_steps=4", "trainer.log_every_n_steps=1", "trainer.limit_val_batches=1", "trainer.limit_test_batches=2"]
+
+
+def test_finished_run_carries_params_tags_artifact_metrics(tracked: str) -> None:
+    result = run(TINY, SHORT)
+    client = MlflowClient(tracked)
+    info = client.get_run(result.run_id)
+    assert info.info.status == "FINISHED"
+    assert client.get_experiment(info.info.experiment_id).name == "cvm_fairness"
+    params = info.data.params
+    assert params["optimizer.lr"] == "0.01"
+    assert params["model.activation"] == "relu"  # a default, filled in
+    assert params["loss.terms.1.type"] == "cvm_dependence"
+    assert params["trainer.max_steps"] == "4"
+    tags = info.data.tags
+    assert len(tags["expspec.spec_hash"]) == 16
+    assert tags["expspec.spec_path"].endswith("specs/cvm_fairness/tiny.yaml")
+    assert tags["expspec.overrides"] == " ".join(SHORT)
+    assert tags["expspec.version.torch"].startswith("2.")
+    if "mlflow.source.git.commit" in tags:
+        assert tags["expspec.git_dirty"] in ("true", "false")
+    artifact = client.download_artifacts(result.run_id, "resolved_spec.yaml")
+    assert yaml.safe_load(Path(artifact).read_text()) == result.operative
+    history = client.get_metric_history(result.run_id, "train/loss")
+    assert len(history) >= 1 and all(math.isfinite(m.value) for m in history)
+    assert 0.0 <= info.data.metrics["test/accuracy"] <= 1.0
+    assert "test/demographic_parity_gap" in info.data.metrics
+
+
+def test_same_seed_same_numbers(tracked: str) -> None:
+    first, second = run(TINY, SHORT), run(TINY, SHORT)
+    assert first.metrics == second.metrics
+
+
+def test_run_that_raises_is_failed(tracked: str) -> None:
+    # cvm_dependence needs a 'group' column; synthetic_classification has none: fails in training.
+    overrides = [*SHORT, "data={type: synthetic_classification, n_features: 6}"]
+    with pytest.raises(Exception) as info:
+        run(TINY, overrides)
+    client = MlflowClient(tracked)
+    runs = client.search_runs([client.get_experiment_by_name("cvm_fairness").experiment_id],
+                              order_by=["attributes.start_time DESC"], max_results=1)
+    assert runs[0].info.status == "FAILED"
+    assert "group" in runs[0].data.tags["expspec.error"]
+    assert "group" in str(info.value)
+    Path(client.download_artifacts(runs[0].info.run_id, "error.txt")).read_text().index("Traceback")
+
+
+def test_data_size_mismatch_is_a_located_spec_error(tracked: str) -> None:
+    with pytest.raises(SpecError) as info:
+        run(TINY, [*SHORT, "model.in_features=5"])
+    assert str(info.value.problems[0]) == (
+        "override 'model.in_features=5': model.in_features: is 5 but the data has in_features = 6"
+    )
+
+
+def test_flatten() -> None:
+    assert flatten({"a": {"b": [1, 2], "c": None}, "n": [{"type": "x"}], "e": {}}) == {
+        "a.b": "[1, 2]", "a.c": "null", "n.0.type": "x", "e": "{}",
+    }
