@@ -60,3 +60,13 @@ def test_tiny_spec_runs(path: Path, tracked: str) -> None:
 def test_specs_folders_have_readmes() -> None:
     for folder in {p.parent for p in ALL}:
         assert (folder / "README.md").is_file(), f"{folder} has no README.md"
+
+
+def test_adult_runs_or_names_the_missing_files(tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paper-scale data: read from local files when present (CI installs them), else a clear error."""
+    spec = SPECS / "cvm_fairness/adult.yaml"
+    result = run(spec, SHORT)
+    assert result.metrics["test/accuracy"] > 0.5
+    monkeypatch.delenv("EXPSPEC_ADULT_DIR", raising=False)
+    with pytest.raises(FileNotFoundError, match="UCI Adult files not found .* Nothing is downloaded."):
+        run(spec, [*SHORT, f"data.root={tmp_path}"])

@@ -1,0 +1,162 @@
+"""How fast is spec validation, and what does `exp validate` save by never importing torch?
+
+Measured (all on the spec files `exp validate` would pick up under --specs, default specs/):
+
+  (a) cli        `exp validate -q SPECS` as a subprocess: the real user path. The committed JSON
+                 Schema (CommittedSchemas) is read; torch and lightning are never imported.
+                 Wall time of the whole process (interpreter start included), best of --runs.
+  (b) full       a fresh `python -c` subprocess that runs framework.loader.load_spec +
+                 framework.validate.validate with framework.schema.LiveSchemas() (the check
+                 `exp run` does): it imports torch, lightning and every component it names, so
+                 import time is charged. Wall time of the whole process, best of --runs.
+      python     `python -c pass`, the floor both subprocess rows stand on.
+  (c) warm       in this process, after one untimed pass has paid every import: load_spec +
+                 validate of each spec --repeat-specs times, for both schema sources. One schemas
+                 object per pass over the specs, as one CLI invocation or one run makes it.
+                 Reported per spec, split into load (YAML, extends, overrides) and validate.
+
+How to read it: the subprocess rows are what a user waits for; `full / cli` is what the no-torch
+design saves per `exp validate` call (mostly torch + lightning import time, a fixed cost, so
+ms/spec of the subprocess rows falls as specs are added). The warm rows are the marginal cost of
+one more spec; `live / committed` there compares the two schema sources once imports are paid
+(LiveSchemas builds each component's schema from its signature on first use, per instance).
+The "torch imported by `exp validate`" line must read "no": that is the design's invariant.
+Numbers are wall-clock on a shared machine: compare ratios, not absolute values across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FULL_PATH = """
+import sys, time
+t0 = time.perf_counter()
+from framework.cli import _spec_files
+from framework.errors import SpecError
+from framework.loader import load_spec
+from framework.schema import LiveSchemas
+from framework.validate import validate
+schemas, bad = LiveSchemas(), 0
+for path in _spec_files(sys.argv[1:]):
+    try:
+        validate(load_spec(path), schemas)
+    except SpecError:
+        bad += 1
+print(bad, 'torch' in sys.modules, 'lightning' in sys.modules, time.perf_counter() - t0)
+"""
+
+TORCH_CHECK = """
+import io, contextlib, sys
+from framework.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    rc = main(['validate', '-q', *sys.argv[1:]])
+import json
+print(json.dumps({'rc': rc, **{m: m in sys.modules for m in ('torch', 'lightning', 'mlflow')}}))
+"""
+
+
+def best_wall(cmd: list[str], runs: int) -> tuple[float, subprocess.CompletedProcess]:
+    best, last = float("inf"), None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        last = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        best = min(best, time.perf_counter() - t0)
+    return best, last
+
+
+def warm_per_spec(files: list[Path], source: str, repeat: int) -> tuple[float, float, int]:
+    """(load s/spec, validate s/spec, failures per pass), imports already paid."""
+    from framework.errors import SpecError
+    from framework.loader import load_spec
+    from framework.schema import CommittedSchemas, LiveSchemas
+    from framework.validate import validate
+
+    make = CommittedSchemas if source == "committed" else LiveSchemas
+    t_load = t_val = 0.0
+    failures = 0
+    for _ in range(repeat):
+        schemas = make()
+        failures = 0
+        for path in files:
+            t0 = time.perf_counter()
+            loaded = load_spec(path)
+            t1 = time.perf_counter()
+            try:
+                validate(loaded, schemas)
+            except SpecError:
+                failures += 1
+            t_val += time.perf_counter() - t1
+            t_load += t1 - t0
+    n = repeat * len(files)
+    return t_load / n, t_val / n, failures
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--specs", nargs="+", default=["specs"], help="spec files or folders (default: specs)")
+    p.add_argument("--runs", type=int, default=3, help="subprocess runs per row; the best is kept")
+    p.add_argument("--repeat-specs", type=int, default=50, help="in-process passes over the specs (warm rows)")
+    args = p.parse_args()
+    os.chdir(ROOT)
+    sys.path.insert(0, str(ROOT))
+
+    from framework.cli import _spec_files
+
+    files = _spec_files(args.specs)
+    if not files:
+        sys.exit(f"no spec files under {args.specs}")
+    n = len(files)
+    exp = shutil.which("exp")
+    cli_cmd = [exp] if exp else [sys.executable, "-m", "framework.cli"]
+    print(f"{n} spec file(s) under {' '.join(args.specs)}; subprocess rows: best of {args.runs}; "
+          f"warm rows: {args.repeat_specs} pass(es)\n")
+
+    t_py, _ = best_wall([sys.executable, "-c", "pass"], args.runs)
+    t_cli, res = best_wall([*cli_cmd, "validate", "-q", *args.specs], args.runs)
+    cli_note = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else f"rc={res.returncode}"
+    t_full, res = best_wall([sys.executable, "-c", FULL_PATH, *args.specs], args.runs)
+    if res.returncode != 0:
+        sys.exit(f"full path failed:\n{res.stderr}")
+    bad, torch_full, _, _ = res.stdout.split()
+    check = subprocess.run([sys.executable, "-c", TORCH_CHECK, *args.specs], cwd=ROOT, capture_output=True, text=True)
+    imported = json.loads(check.stdout.strip().splitlines()[-1]) if check.returncode == 0 else {"error": check.stderr[-300:]}
+
+    # (c): one untimed pass per source pays the imports (LiveSchemas pulls in torch and components).
+    for source in ("committed", "live"):
+        warm_per_spec(files, source, 1)
+    warm = {s: warm_per_spec(files, s, args.repeat_specs) for s in ("committed", "live")}
+
+    print(f"{'row':44s} {'total ms':>10s} {'ms/spec':>10s}")
+    print(f"{'python -c pass (interpreter floor)':44s} {t_py * 1e3:10.1f} {'':>10s}")
+    print(f"{'(a) cli: exp validate -q (subprocess)':44s} {t_cli * 1e3:10.1f} {t_cli * 1e3 / n:10.2f}   [{cli_note}]")
+    print(f"{'(b) full: LiveSchemas, fresh subprocess':44s} {t_full * 1e3:10.1f} {t_full * 1e3 / n:10.2f}"
+          f"   [{bad} invalid; torch imported: {torch_full}]")
+    print()
+    print(f"{'(c) warm, in-process, per spec':44s} {'load ms':>10s} {'valid. ms':>10s} {'total ms':>10s}")
+    for source, (t_load, t_val, failures) in warm.items():
+        label = f"{source} schemas" + (f" ({failures} invalid)" if failures else "")
+        print(f"{'    ' + label:44s} {t_load * 1e3:10.3f} {t_val * 1e3:10.3f} {(t_load + t_val) * 1e3:10.3f}")
+    print()
+    print("ratios")
+    print(f"  full / cli (subprocess wall)               {t_full / t_cli:6.2f}x")
+    print(f"  cli - python floor (validate's own cost)   {(t_cli - t_py) * 1e3:7.1f} ms")
+    print(f"  full - python floor                        {(t_full - t_py) * 1e3:7.1f} ms")
+    c, l = (sum(warm[s][:2]) for s in ("committed", "live"))
+    print(f"  warm live / committed (per spec)           {l / c:6.2f}x")
+    print()
+    print(f"modules after framework.cli.main(['validate','-q',...]) in a fresh process: {imported}")
+    verdict = "no (as designed)" if imported.get("torch") is False else "YES: the no-torch invariant is broken"
+    print(f"torch imported by `exp validate`: {verdict}")
+
+
+if __name__ == "__main__":
+    main()
