@@ -18,7 +18,7 @@ ALL = sorted(p for p in SPECS.rglob("*.yaml") if not p.name.startswith("_"))
 FRAGMENTS = sorted(SPECS.rglob("_*.yaml"))
 TINY = [p for p in ALL if p.name.startswith("tiny")]
 # A few optimizer steps and one batch of each evaluation split: the whole path, quickly.
-SHORT = ["trainer.max_steps=3", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1",
+SHORT = ["trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1",
          "trainer.log_every_n_steps=1"]
 
 
