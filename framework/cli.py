@@ -1,6 +1,9 @@
 """The `exp` command line.
 
     exp run SPEC [key.path=value ...]     train/evaluate, tracked in MLflow
+    exp sweep SPEC [--jobs N] [--fail-fast]   the spec's sweep trials under one parent run
+    exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
+    exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
     exp validate PATH ...                 structure and component arguments; never imports torch
     exp show SPEC [key.path=value ...]    the operative spec (extends, overrides, defaults)
     exp list [KIND]                       registered components
@@ -20,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from framework.errors import SpecError
+from framework.errors import Problem, SpecError
 
 EXIT_FAILED, EXIT_SPEC = 1, 2
 
@@ -40,8 +43,8 @@ def _spec_files(paths: list[str]) -> list[Path]:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from framework.loader import load_spec
+    from framework.plan import expand_sweep, validate_plan
     from framework.schema import CommittedSchemas
-    from framework.validate import validate
 
     files = _spec_files(args.paths)
     if not files:
@@ -51,7 +54,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     failed = 0
     for path in files:
         try:
-            validate(load_spec(path), schemas)
+            loaded = load_spec(path)
+            validate_plan(loaded, schemas)
+            for trial in expand_sweep(loaded):  # every trial of a sweep is a spec too
+                try:
+                    validate_plan(load_spec(path, trial.overrides), schemas)
+                except SpecError as error:
+                    raise SpecError([Problem(p.mark, p.path, f"{p.message} [trial {trial.name}]")
+                                     for p in error.problems]) from None
         except SpecError as error:
             failed += 1
             print(error, file=sys.stderr)
@@ -64,23 +74,59 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from framework.loader import load_spec
+    from framework.plan import expand_sweep, validate_plan
     from framework.schema import CommittedSchemas
-    from framework.spec import spec_hash
-    from framework.validate import validate
 
-    operative = validate(load_spec(args.spec, args.overrides), CommittedSchemas())
-    print(f"# operative spec of {args.spec} (hash {spec_hash(operative)})")
-    print(yaml.safe_dump(operative, sort_keys=False, default_flow_style=None, width=100), end="")
+    loaded = load_spec(args.spec, args.overrides)
+    units = validate_plan(loaded, CommittedSchemas())
+    for i, unit in enumerate(units):
+        if i:
+            print("---")
+        stage = f", stage '{unit.stage}'" if unit.stage else ""
+        print(f"# operative spec of {args.spec}{stage}")
+        print(yaml.safe_dump(unit.operative, sort_keys=False, default_flow_style=None, width=100), end="")
+    trials = expand_sweep(loaded)
+    if trials:
+        print(f"# sweep: {len(trials)} trial(s): " + "; ".join(t.name for t in trials))
     return 0
+
+
+def _print_result(result: Any) -> None:
+    print(f"run {result.run_id} finished ({result.operative.get('paper', '')} / {result.operative.get('name', '')})")
+    for key in sorted(result.metrics):
+        print(f"  {key:40s} {result.metrics[key]:.4f}")
+    target = os.environ.get("EXPSPEC_RESULT_FILE")
+    if target:  # `exp sweep` reads each trial's result from here
+        import json
+
+        Path(target).write_text(json.dumps(result.to_json()))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from framework.runner import run
 
-    result = run(args.spec, args.overrides)
-    print(f"run {result.run_id} finished ({result.operative['paper']} / {result.operative['name']})")
-    for key in sorted(result.metrics):
-        print(f"  {key:32s} {result.metrics[key]:.4f}")
+    _print_result(run(args.spec, args.overrides))
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from framework.sweep import run_sweep
+
+    result = run_sweep(args.spec, args.overrides, jobs=args.jobs, fail_fast=args.fail_fast)
+    return EXIT_FAILED if result.failed else 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from framework.runner import resume
+
+    _print_result(resume(args.run_id, args.tracking_uri))
+    return 0
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    from framework.runner import rerun
+
+    _print_result(rerun(args.run_id, args.tracking_uri))
     return 0
 
 
@@ -174,6 +220,21 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("spec")
     r.add_argument("overrides", nargs="*", metavar="key.path=value")
     r.set_defaults(func=cmd_run)
+    sw = sub.add_parser("sweep", help="run the spec's sweep: trials as child runs of one parent run")
+    sw.add_argument("spec")
+    sw.add_argument("overrides", nargs="*", metavar="key.path=value")
+    sw.add_argument("--jobs", type=int, default=1, help="trials at a time; cores are split between them")
+    sw.add_argument("--fail-fast", action="store_true", help="stop at the first failed trial")
+    sw.set_defaults(func=cmd_sweep)
+    for name, func, text in (("resume", cmd_resume, "continue a killed run from its last checkpoint"),
+                             ("rerun", cmd_rerun, "run again from a run's stored resolved spec")):
+        c = sub.add_parser(name, help=text)
+        c.add_argument("run_id")
+        c.add_argument("--tracking-uri", help="default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
+        c.set_defaults(func=func)
+    from framework.compare import add_parser as add_compare
+
+    add_compare(sub)
     v = sub.add_parser("validate", help="check specs without importing torch")
     v.add_argument("paths", nargs="+")
     v.add_argument("-q", "--quiet", action="store_true", help="print only problems and the summary")
@@ -201,8 +262,17 @@ def _describe_error(error: BaseException) -> str:
     return "\n".join(lines)
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"terminated by signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command in ("run", "resume", "rerun", "sweep"):
+        import signal
+
+        # SIGTERM (a scheduler, `exp sweep --fail-fast`) ends a run like Ctrl-C: marked KILLED.
+        signal.signal(signal.SIGTERM, _terminate)
     show_traceback = args.traceback or os.environ.get("EXPSPEC_TRACEBACK") == "1"
     try:
         return args.func(args)

@@ -1,25 +1,49 @@
-"""Running a spec: load -> validate -> seed and threads -> track -> build -> fit -> test.
+"""Running a spec: load -> validate -> seed and threads -> track -> build -> phases -> cache.
 
-Tests run on the weights at the end of fit (not a "best" checkpoint), so the reported test
-metrics belong to the model the run produced.
+- Phases (`phases:`, default [fit, test]) run in order; test uses the weights at the end of fit
+  (not a "best" checkpoint), so reported test metrics belong to the model the run produced.
+- Every finished run stores its final weights and metrics in a local cache keyed by its
+  operative-spec hash (`.expspec/cache/<hash>/`, or $EXPSPEC_CACHE_DIR): `init: {spec: ...}` and
+  `exp reproduce` reuse them instead of retraining the same thing.
+- A spec with stages runs them in order as children of one parent run; `init: {stage: s}` loads
+  stage s's final weights.
+- Under DDP and multi-node launchers only global rank zero talks to MLflow and the cache; the
+  other ranks train without a logger (Lightning logs from rank zero only anyway).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from framework.loader import Loaded, load_spec
+from framework.errors import Mark, Problem, SpecError
+from framework.loader import load_spec
+from framework.plan import Unit, validate_plan
 from framework.schema import LiveSchemas
 from framework.spec import spec_hash
-from framework.validate import validate
+
 
 def runs_dir() -> Path:
     """Lightning's own files (checkpoints) go under here, by MLflow experiment id and run id."""
     return Path(os.environ.get("EXPSPEC_RUNS_DIR", ".expspec/runs"))
+
+
+def cache_dir() -> Path:
+    """Final weights and metrics of finished runs, by operative-spec hash."""
+    return Path(os.environ.get("EXPSPEC_CACHE_DIR", ".expspec/cache"))
+
+
+def is_rank_zero() -> bool:
+    """Global rank zero under torchrun, SLURM and Lightning's own DDP launcher (which re-runs the
+    command with LOCAL_RANK/NODE_RANK set)."""
+    for key in ("RANK", "SLURM_PROCID", "LOCAL_RANK", "NODE_RANK"):
+        if os.environ.get(key, "0") != "0":
+            return False
+    return True
 
 
 @dataclass
@@ -27,12 +51,82 @@ class RunResult:
     run_id: str | None
     metrics: dict[str, float]
     operative: dict[str, Any] = field(default_factory=dict)
+    spec_hash: str = ""
+    checkpoint: str | None = None  # final weights in the cache
+    stages: dict[str, "RunResult"] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "metrics": self.metrics, "spec_hash": self.spec_hash,
+                "checkpoint": self.checkpoint, "stages": {k: v.to_json() for k, v in self.stages.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "RunResult":
+        return cls(run_id=data["run_id"], metrics=data["metrics"], spec_hash=data["spec_hash"],
+                   checkpoint=data.get("checkpoint"),
+                   stages={k: cls.from_json(v) for k, v in data.get("stages", {}).items()})
 
 
-def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> tuple[Loaded, dict[str, Any]]:
-    """Load and validate against the live signatures: the operative spec, or a SpecError."""
-    loaded = load_spec(spec_path, overrides)
-    return loaded, validate(loaded, LiveSchemas())
+def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> list[Unit]:
+    """Load and validate against the live signatures: the units (stages) to run, or a SpecError."""
+    return validate_plan(load_spec(spec_path, overrides), LiveSchemas())
+
+
+def unit_hashes(units: list[Unit], spec_path: str | Path) -> list[str]:
+    """Each unit's hash; a unit that loads earlier weights includes their hash (see spec_hash)."""
+    hashes: dict[str | None, str] = {}
+    out = []
+    for unit in units:
+        init = unit.operative.get("init") or {}
+        upstream = None
+        if init.get("stage"):
+            upstream = hashes[init["stage"]]
+        elif init.get("spec"):
+            upstream = plan_hash(prepare(_relative(unit, init["spec"])), _relative(unit, init["spec"]))
+        elif init.get("checkpoint"):
+            upstream = f"file:{Path(init['checkpoint']).resolve()}"
+        hashes[unit.stage] = spec_hash(unit.operative, upstream)
+        out.append(hashes[unit.stage])
+    return out
+
+
+def plan_hash(units: list[Unit], spec_path: str | Path) -> str:
+    hashes = unit_hashes(units, spec_path)
+    if len(hashes) == 1:
+        return hashes[0]
+    import hashlib
+
+    return hashlib.sha256("+".join(hashes).encode()).hexdigest()[:16]
+
+
+def _relative(unit: Unit, name: str) -> Path:
+    return Path(unit.loaded.source).parent / name
+
+
+def cached(spec_hash_: str) -> RunResult | None:
+    """The cached result of a finished run with this hash, if its weights are still there."""
+    path = cache_dir() / spec_hash_ / "result.json"
+    if not path.is_file():
+        return None
+    result = RunResult.from_json(json.loads(path.read_text()))
+    if result.checkpoint and not Path(result.checkpoint).is_file():
+        return None
+    return result
+
+
+def _store(result: RunResult) -> None:
+    folder = cache_dir() / result.spec_hash
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "result.json").write_text(json.dumps(result.to_json(), indent=1))
+
+
+def obtain(spec_path: str | Path, overrides: list[str] | None = None, fresh: bool = False) -> RunResult:
+    """A finished result of this spec: from the cache when its hash finished before, else run it."""
+    units = prepare(spec_path, overrides)
+    if not fresh:
+        hit = cached(plan_hash(units, spec_path))
+        if hit is not None:
+            return hit
+    return run(spec_path, overrides)
 
 
 def _quiet_lightning() -> None:
@@ -41,13 +135,91 @@ def _quiet_lightning() -> None:
 
     for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-    warnings.filterwarnings("ignore", message=".*GPU available but not used.*")
+    for message in (".*does not have many workers.*", ".*GPU available but not used.*", ".*LeafSpec.*",
+                    ".*_pytree.*", ".*is an invalid version.*"):
+        warnings.filterwarnings("ignore", message=message)
+
+
+def load_weights(task: Any, checkpoint: str, strict: bool) -> None:
+    """Load the `model.*` weights of a checkpoint (a Lightning .ckpt or our cache file)."""
+    import torch
+
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    state = state.get("state_dict", state)
+    weights = {k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")}
+    if not weights:
+        raise ValueError(f"{checkpoint} holds no 'model.*' weights")
+    task.model.load_state_dict(weights, strict=strict)
 
 
 def run(spec_path: str | Path, overrides: list[str] | None = None) -> RunResult:
+    """Run a spec: one run, or its stages as children of a parent run."""
     overrides = list(overrides or [])
-    loaded, operative = prepare(spec_path, overrides)
+    units = prepare(spec_path, overrides)
+    hashes = unit_hashes(units, spec_path)
+    if len(units) == 1 and units[0].stage is None:
+        return run_unit(units[0], hashes[0], overrides)
+
+    from framework.tracking import Tracker
+
+    first = units[0].operative
+    parent_op = {**first, "name": first["name"].rsplit("/", 1)[0]}
+    total_hash = plan_hash(units, spec_path)
+    tracker = Tracker(parent_op, units[0].loaded.source, total_hash, overrides,
+                      extra_tags={"expspec.stages": ",".join(str(u.stage) for u in units)}) if is_rank_zero() else None
+    parent_id = tracker.start(log_params=False) if tracker else None
+    results: dict[str, RunResult] = {}
+    try:
+        for unit, unit_hash in zip(units, hashes):
+            init = unit.operative.get("init") or {}
+            checkpoint = results[init["stage"]].checkpoint if init.get("stage") else None
+            results[str(unit.stage)] = run_unit(unit, unit_hash, overrides, parent_run_id=parent_id,
+                                                init_checkpoint=checkpoint)
+    except BaseException as error:
+        if tracker:
+            tracker.finish(error)
+        raise
+    metrics = {f"{stage}:{k}": v for stage, r in results.items() for k, v in r.metrics.items()}
+    result = RunResult(run_id=parent_id, metrics=metrics, operative=parent_op, spec_hash=total_hash,
+                       checkpoint=list(results.values())[-1].checkpoint, stages=results)
+    if tracker:
+        tracker.log_metrics({k.replace(":", "/"): v for k, v in metrics.items()})
+        tracker.finish()
+        _store(result)
+    return result
+
+
+def _resolve_init(unit: Unit, init_checkpoint: str | None) -> str | None:
+    init = unit.operative.get("init") or {}
+    if init.get("stage"):
+        return init_checkpoint
+    if init.get("spec"):
+        other = _relative(unit, init["spec"])
+        result = obtain(other)
+        if not result.checkpoint:
+            raise RuntimeError(f"{other} finished without a checkpoint to initialize from")
+        return result.checkpoint
+    if init.get("checkpoint"):
+        path = Path(init["checkpoint"])
+        if not path.is_file():
+            path_key = ("init", "checkpoint")
+            raise SpecError([Problem(unit.loaded.value_mark(path_key) or Mark(unit.loaded.source), path_key,
+                                     f"checkpoint file not found: {path}")])
+        return str(path)
+    return None
+
+
+def run_unit(
+    unit: Unit,
+    unit_hash: str,
+    overrides: list[str],
+    parent_run_id: str | None = None,
+    init_checkpoint: str | None = None,
+    resume_run_id: str | None = None,
+    resume_checkpoint: str | None = None,
+) -> RunResult:
+    """One run: seed, track, build, run the phases, cache the final weights."""
+    operative = unit.operative
 
     import lightning as L
     import torch
@@ -59,33 +231,131 @@ def run(spec_path: str | Path, overrides: list[str] | None = None) -> RunResult:
     _quiet_lightning()
     torch.set_num_threads(operative["hardware"]["threads"])
     L.seed_everything(operative["seed"], workers=True, verbose=False)
+    checkpoint = _resolve_init(unit, init_checkpoint)
 
-    tracker = Tracker(operative, loaded.source, spec_hash(operative), overrides)
-    run_id = tracker.start()
+    rank_zero = is_rank_zero()
+    tracker = Tracker(operative, unit.loaded.source, unit_hash, overrides, parent_run_id) if rank_zero else None
+    if tracker and resume_run_id:
+        run_id = tracker.attach(resume_run_id)
+    elif tracker:
+        run_id = tracker.start()
+    else:
+        run_id = os.environ.get("EXPSPEC_RUN_ID")
+    if run_id:
+        os.environ["EXPSPEC_RUN_ID"] = run_id  # for DDP ranks started by Lightning's launcher
+    if tracker and checkpoint:
+        tracker.client.set_tag(run_id, "expspec.init_checkpoint", checkpoint)
     try:
-        built = Builder(loaded).build(operative)
+        built = Builder(unit.loaded).build(operative)
+        if checkpoint:
+            load_weights(built.task, checkpoint, operative["init"]["strict"])
         callbacks = list(built.callbacks)
-        interactive = sys.stderr.isatty()
-        if interactive and not any(isinstance(c, ProgressBar) for c in callbacks):
+        if sys.stderr.isatty() and not any(isinstance(c, ProgressBar) for c in callbacks):
             from components.callbacks.progress import progress_bar
 
             callbacks.append(progress_bar())
         trainer = L.Trainer(
             **built.trainer_kwargs,
             callbacks=callbacks,
-            logger=tracker.logger(),
+            logger=tracker.logger() if tracker else False,
             default_root_dir=str(runs_dir()),
             enable_progress_bar=any(isinstance(c, ProgressBar) for c in callbacks),
             enable_model_summary=False,
         )
-        trainer.fit(built.task, datamodule=built.data)
-        if trainer.interrupted:
-            raise KeyboardInterrupt("training was interrupted")
-        if hasattr(built.data, "test_dataloader"):
-            trainer.test(built.task, datamodule=built.data, verbose=False)
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
+        phases = operative["phases"]
+        metrics: dict[str, float] = {}
+        for phase in phases:
+            if phase == "fit":
+                trainer.fit(built.task, datamodule=built.data, ckpt_path=resume_checkpoint)
+                if trainer.interrupted:
+                    raise KeyboardInterrupt("training was interrupted")
+            elif phase == "test":
+                trainer.test(built.task, datamodule=built.data, verbose=False)
+            else:
+                trainer.predict(built.task, datamodule=built.data, return_predictions=False)
+            # each phase resets Lightning's callback_metrics: keep the last value of every key
+            metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
+        final = None
+        if rank_zero:
+            folder = cache_dir() / unit_hash
+            folder.mkdir(parents=True, exist_ok=True)
+            final = str(folder / "final.ckpt")
+            torch.save({"state_dict": built.task.state_dict()}, final)
     except BaseException as error:
-        tracker.finish(error)
+        if tracker:
+            tracker.finish(error)
         raise
-    tracker.finish()
-    return RunResult(run_id=run_id, metrics=metrics, operative=operative)
+    result = RunResult(run_id=run_id, metrics=metrics, operative=operative, spec_hash=unit_hash, checkpoint=final)
+    if tracker:
+        tracker.client.set_tag(run_id, "expspec.checkpoint", final or "")
+        tracker.finish()
+        _store(result)
+    return result
+
+
+def _client(uri: str | None) -> Any:
+    from mlflow.tracking import MlflowClient
+
+    from framework.tracking import DEFAULT_URI
+
+    return MlflowClient(uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
+
+
+def stored_spec(run_id: str, uri: str | None = None) -> tuple[Any, Path]:
+    """(the MLflow run, its resolved_spec.yaml downloaded to a temporary folder)."""
+    import tempfile
+
+    client = _client(uri)
+    try:
+        run_info = client.get_run(run_id)
+    except Exception as error:
+        raise SystemExit(f"error: no run '{run_id}' in {client.tracking_uri}: {error}") from None
+    path = client.download_artifacts(run_id, "resolved_spec.yaml", tempfile.mkdtemp(prefix="expspec-"))
+    return run_info, Path(path)
+
+
+def _init_override(run_info: Any) -> list[str]:
+    """A stage run's resolved spec names its init stage; outside its spec, use the weights it loaded."""
+    checkpoint = run_info.data.tags.get("expspec.init_checkpoint")
+    return [f"init={{checkpoint: '{checkpoint}'}}"] if checkpoint else ["init=null"]
+
+
+def last_checkpoint(run_id: str) -> Path | None:
+    """The newest Lightning checkpoint the run wrote under runs_dir()/<experiment>/<run>/."""
+    found = sorted(runs_dir().glob(f"*/{run_id}/checkpoints/*.ckpt"), key=lambda p: p.stat().st_mtime)
+    last = [p for p in found if p.name == "last.ckpt"]
+    return (last or found or [None])[-1]
+
+
+def resume(run_id: str, uri: str | None = None) -> RunResult:
+    """Continue a killed run from its last checkpoint, into the same MLflow run."""
+    run_info, spec_file = stored_spec(run_id, uri)
+    checkpoint = last_checkpoint(run_id)
+    if checkpoint is None:
+        raise FileNotFoundError(
+            f"run {run_id} left no checkpoint under {runs_dir()}/*/{run_id}/checkpoints/ "
+            f"(it stopped before its first epoch ended); start it again with `exp rerun {run_id}`"
+        )
+    if uri:
+        os.environ["MLFLOW_TRACKING_URI"] = uri
+    overrides = ["init=null"] if run_info.data.tags.get("expspec.init_checkpoint") else []
+    units = prepare(spec_file, overrides)
+    tags = run_info.data.tags
+    return run_unit(units[0], tags.get("expspec.spec_hash", ""), overrides, parent_run_id=tags.get("mlflow.parentRunId"),
+                    resume_run_id=run_id, resume_checkpoint=str(checkpoint))
+
+
+def rerun(run_id: str, uri: str | None = None) -> RunResult:
+    """Run again from the run's stored resolved spec, as a new run tagged with the original."""
+    run_info, spec_file = stored_spec(run_id, uri)
+    if uri:
+        os.environ["MLFLOW_TRACKING_URI"] = uri
+    import yaml
+
+    overrides = _init_override(run_info) if (yaml.safe_load(spec_file.read_text()) or {}).get("init") else []
+    units = prepare(spec_file, overrides)
+    os.environ["EXPSPEC_RERUN_OF"] = run_id
+    try:
+        return run_unit(units[0], unit_hashes(units, spec_file)[0], overrides)
+    finally:
+        os.environ.pop("EXPSPEC_RERUN_OF", None)

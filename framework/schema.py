@@ -176,6 +176,13 @@ def build_schema() -> dict[str, Any]:
         "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
         "description": "base spec(s), relative to this file; mappings merge, lists and scalars replace",
     }
+    schema["properties"]["stages"] = {
+        "type": "object",
+        "additionalProperties": {"type": "object"},
+        "description": "stage name -> spec sections merged onto the top level; one run per stage, in order",
+    }
+    # A staged spec writes task/data/model per stage: only these are required at the top level.
+    schema["required"] = ["name", "paper"]
     defs = schema.setdefault("$defs", {})
     for table, reg in registry.KINDS.items():
         names = reg.names()

@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 
 def Node(table: str) -> Any:
@@ -67,6 +67,75 @@ class Tracking(Section):
     log_checkpoints: bool = False
 
 
+class Init(Section):
+    """Start from trained weights: the `model.*` weights of a checkpoint are loaded into the task's
+    model before the first phase. Exactly one source:
+
+    - `stage`: an earlier stage of this spec (its final checkpoint);
+    - `spec`: another spec file (relative to this one): a finished run of it with the same
+      operative-spec hash is reused from the local cache or the tracking store, else it is run first;
+    - `checkpoint`: a Lightning checkpoint file.
+    """
+
+    stage: str | None = None
+    spec: str | None = None
+    checkpoint: str | None = None
+    # Fail on missing or unexpected weights; false loads what matches (e.g. a new head).
+    strict: bool = True
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "Init":
+        given = [k for k in ("stage", "spec", "checkpoint") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of stage, spec, checkpoint (got {', '.join(given) or 'none'})")
+        return self
+
+
+class Distribution(Section):
+    """One random-search dimension."""
+
+    distribution: Literal["uniform", "log_uniform", "int_uniform", "choice"]
+    low: float | None = None
+    high: float | None = None
+    values: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "Distribution":
+        if self.distribution == "choice":
+            if not self.values:
+                raise ValueError("choice needs a non-empty 'values' list")
+        elif self.low is None or self.high is None or not self.low < self.high:
+            raise ValueError(f"{self.distribution} needs low < high (got low={self.low}, high={self.high})")
+        elif self.distribution == "log_uniform" and self.low <= 0:
+            raise ValueError(f"log_uniform needs low > 0 (got {self.low})")
+        return self
+
+
+class RandomSearch(Section):
+    count: int = Field(ge=1)
+    seed: int = 0  # of the sampler, independent of the runs' seed
+    params: dict[str, Distribution]
+
+
+class Sweep(Section):
+    """Trials = grid (cartesian product) x zip (i-th values together) x random samples x seeds.
+    Keys are override paths (`loss.terms.1.weight`); each trial is the spec with those overrides."""
+
+    grid: dict[str, list[Any]] = {}
+    zip: dict[str, list[Any]] = {}
+    random: RandomSearch | None = None
+    seeds: list[int] = []
+
+    @model_validator(mode="after")
+    def _zip_lengths(self) -> "Sweep":
+        lengths = {len(v) for v in self.zip.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"zip lists must have equal lengths, got {sorted(lengths)}")
+        if any(len(v) == 0 for v in [*self.grid.values(), *self.zip.values()]):
+            raise ValueError("sweep lists must not be empty")
+        return self
+
+
 class Spec(Section):
     """A whole experiment. `extends:` is consumed by the loader and never reaches this type."""
 
@@ -85,6 +154,10 @@ class Spec(Section):
     hardware: Hardware = Hardware()
     trainer: Trainer = Trainer()
     tracking: Tracking = Tracking()
+    init: Init | None = None
+    # What the runner does, in order: fit (train), test, predict. An analysis stage is [test].
+    phases: list[Literal["fit", "test", "predict"]] = ["fit", "test"]
+    sweep: Sweep | None = None
 
 
 # Spec field -> (registry table, whether the field holds a list of nodes).
@@ -100,8 +173,14 @@ NODE_SLOTS: dict[str, tuple[str, bool]] = {
 }
 
 
-def spec_hash(operative: dict[str, Any]) -> str:
-    """Identity of what a run computes: sha256 of the operative spec without `tracking`
-    (where results are stored does not change them) and without `name`/`description`."""
-    content = {k: v for k, v in operative.items() if k not in ("tracking", "name", "description")}
+def spec_hash(operative: dict[str, Any], upstream: str | None = None) -> str:
+    """Identity of what a run computes: sha256 of the operative spec without `tracking` (where
+    results are stored does not change them), `name`/`description`, and `sweep` (a trial is the
+    same run as the spec with the trial's overrides written in), and `hardware.threads`. With
+    `init`, `upstream` (the hash of the run whose weights it loads) replaces the init section."""
+    content = {k: v for k, v in operative.items() if k not in ("tracking", "name", "description", "sweep")}
+    if "hardware" in content:  # threads change speed, not what is computed
+        content["hardware"] = {k: v for k, v in content["hardware"].items() if k != "threads"}
+    if upstream:  # the hash of the weights this run starts from (init)
+        content["init"] = upstream
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]

@@ -76,15 +76,37 @@ class RunLogger(MLFlowLogger):
 
 
 class Tracker:
-    """One MLflow run of one operative spec."""
+    """One MLflow run of one operative spec (or the parent run of stages or of a sweep).
 
-    def __init__(self, operative: dict[str, Any], spec_path: str, spec_hash: str, overrides: list[str]) -> None:
+    Args:
+        parent_run_id: Nest this run under another (`mlflow.parentRunId`): stages under their
+            spec's run, sweep trials under the sweep's run. Default: $EXPSPEC_PARENT_RUN_ID.
+    """
+
+    def __init__(
+        self,
+        operative: dict[str, Any],
+        spec_path: str,
+        spec_hash: str,
+        overrides: list[str],
+        parent_run_id: str | None = None,
+        extra_tags: dict[str, str] | None = None,
+    ) -> None:
         from mlflow.tracking import MlflowClient
 
         self.operative, self.spec_path, self.spec_hash, self.overrides = operative, spec_path, spec_hash, overrides
+        self.parent_run_id = parent_run_id or os.environ.get("EXPSPEC_PARENT_RUN_ID") or None
+        self.extra_tags = extra_tags or {}
         self.uri = tracking_uri(operative)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.run_id: str | None = None
+
+    def attach(self, run_id: str) -> str:
+        """Continue an existing run (resume): it is RUNNING again until `finish`."""
+        self.run_id = run_id
+        self.client.update_run(run_id, status="RUNNING")
+        self.client.set_tag(run_id, "expspec.resumed", "true")
+        return run_id
 
     def _experiment_id(self, name: str) -> str:
         experiment = self.client.get_experiment_by_name(name)
@@ -100,30 +122,46 @@ class Tracker:
                 raise
             return experiment.experiment_id
 
-    def start(self) -> str:
+    def start(self, log_params: bool = True) -> str:
         from mlflow.entities import Param
 
         op = self.operative
+        run_name = os.environ.pop("EXPSPEC_RUN_NAME", None) or op["name"]  # a sweep names its trials
         tags = {
-            "mlflow.runName": op["name"],
+            "mlflow.runName": run_name,
             "expspec.spec_path": self.spec_path,
             "expspec.spec_hash": self.spec_hash,
             "expspec.overrides": " ".join(self.overrides),
             **{f"expspec.version.{k}": v for k, v in package_versions().items()},
+            **self.extra_tags,
         }
+        if self.parent_run_id:
+            tags["mlflow.parentRunId"] = self.parent_run_id
+        if os.environ.get("EXPSPEC_RERUN_OF"):
+            tags["expspec.rerun_of"] = os.environ["EXPSPEC_RERUN_OF"]
         if op["description"]:
             tags["mlflow.note.content"] = op["description"]
         state = git_state()
         if state:
             tags["mlflow.source.git.commit"], dirty = state
             tags["expspec.git_dirty"] = str(dirty).lower()
-        run = self.client.create_run(self._experiment_id(op["paper"]), run_name=op["name"], tags=tags)
+        run = self.client.create_run(self._experiment_id(op["paper"]), run_name=run_name, tags=tags)
         self.run_id = run.info.run_id
-        params = [Param(k, v[:_MAX_PARAM]) for k, v in flatten(op).items()]
+        params = [Param(k, v[:_MAX_PARAM]) for k, v in flatten(op).items()] if log_params else []
         for start in range(0, len(params), 100):
             self.client.log_batch(self.run_id, params=params[start : start + 100])
         self.client.log_text(self.run_id, yaml.safe_dump(op, sort_keys=False), "resolved_spec.yaml")
         return self.run_id
+
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        entries = [Metric(k, v, now, 0) for k, v in metrics.items()]
+        for start in range(0, len(entries), 500):
+            self.client.log_batch(self.run_id, metrics=entries[start : start + 500])
 
     def logger(self) -> RunLogger:
         assert self.run_id is not None
