@@ -100,7 +100,7 @@ MODELS = Registry("model", {
 # A LightningDataModule built with the spec's arguments; batches are dicts of tensors
 # ("x", "y", and "group" where the data has a sensitive attribute). `info()` reports the sizes the
 # builder checks against the spec (in_features, in_channels, num_classes, num_targets).
-DATA = Registry("data", {
+DATA = Registry("data module", {
     "synthetic_classification": "components.data.synthetic:SyntheticClassification",
     "synthetic_regression": "components.data.synthetic:SyntheticRegression",
     "synthetic_fair_tabular": "components.data.fair:SyntheticFairTabular",
@@ -158,6 +158,7 @@ CALLBACKS = Registry("callback", {
 TASKS = Registry("task", {
     "classification": "components.tasks.supervised:Classification",
     "regression": "components.tasks.supervised:Regression",
+    "loss_profile": "components.tasks.profiling:LossProfile",
 }, runtime=("model", "loss", "optimizer", "scheduler", "metrics"))
 
 # Spec section -> the table its component node (or list of nodes) resolves in.

@@ -8,6 +8,7 @@ with the spec location, key path and component (`add_note`), so the CLI can show
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,9 +62,10 @@ class Builder:
             raise
 
     def build(self, operative: dict[str, Any]) -> Built:
-        data = self.node("data", operative["data"], ("data",))
-        model = self.node("models", operative["model"], ("model",))
-        self.check_data(operative, data)
+        data = self.node("data", operative["data"], ("data",)) if operative.get("data") else None
+        model = self.node("models", operative["model"], ("model",)) if operative.get("model") else None
+        if data is not None and model is not None:
+            self.check_data(operative, data)
         metrics: dict[str, Any] = {}
         for i, node in enumerate(operative["metrics"]):
             if node["type"] in metrics:
@@ -74,29 +76,17 @@ class Builder:
         for field, table in (("loss", "losses"), ("optimizer", "optimizers"), ("scheduler", "schedulers")):
             runtime[field] = self.node(table, operative[field], (field,)) if operative.get(field) else None
         task_node = operative["task"]
-        task_cls = registry.TASKS.load(task_node["type"])
-        accepted = self._accepted(task_cls)
-        missing = [k for k in ("loss", "optimizer") if k in accepted and runtime[k] is None
-                   and self._required(task_cls, k)]
+        parameters = inspect.signature(registry.TASKS.load(task_node["type"])).parameters
+        missing = [k for k, p in parameters.items()
+                   if k in runtime and runtime[k] is None and p.default is p.empty]
+        if data is None and "fit" in operative["phases"]:
+            missing.append("data")
         if missing:
             raise SpecError([Problem(self.loaded.key_mark(("task",)), ("task",),
                                      f"task '{task_node['type']}' needs a '{k}' section") for k in missing])
-        task = self.node("tasks", task_node, ("task",), **{k: v for k, v in runtime.items() if k in accepted})
+        task = self.node("tasks", task_node, ("task",), **{k: v for k, v in runtime.items() if k in parameters})
         callbacks = [self.node("callbacks", n, ("callbacks", i)) for i, n in enumerate(operative["callbacks"])]
         return Built(task=task, data=data, callbacks=callbacks, trainer_kwargs=trainer_kwargs(operative))
-
-    @staticmethod
-    def _accepted(cls: Any) -> set[str]:
-        import inspect
-
-        return set(inspect.signature(cls).parameters)
-
-    @staticmethod
-    def _required(cls: Any, name: str) -> bool:
-        import inspect
-
-        param = inspect.signature(cls).parameters[name]
-        return param.default is param.empty
 
     def check_data(self, operative: dict[str, Any], data: Any) -> None:
         """Sizes the data reports must match what the spec wrote (never filled in silently)."""

@@ -3,6 +3,7 @@
     exp run SPEC [key.path=value ...]     train/evaluate, tracked in MLflow
     exp sweep SPEC [--jobs N] [--fail-fast]   the spec's sweep trials under one parent run
     exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
+    exp reproduce specs/<paper>/           run what the paper's claims need, check them
     exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
     exp validate PATH ...                 structure and component arguments; never imports torch
     exp show SPEC [key.path=value ...]    the operative spec (extends, overrides, defaults)
@@ -30,7 +31,8 @@ EXIT_FAILED, EXIT_SPEC = 1, 2
 
 def _spec_files(paths: list[str]) -> list[Path]:
     """Files named directly, and every `*.yaml` under directories except `_fragments.yaml`
-    (fragments are partial specs, validated through the specs that extend them)."""
+    (fragments are partial specs, validated through the specs that extend them). `claims.yaml`
+    files are checked as claims."""
     files: list[Path] = []
     for name in paths:
         path = Path(name)
@@ -39,6 +41,12 @@ def _spec_files(paths: list[str]) -> list[Path]:
         else:
             files.append(path)
     return files
+
+
+def _validate_claims(path: Path) -> None:
+    from framework.claims import load_claims
+
+    load_claims(path.parent)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -54,6 +62,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     failed = 0
     for path in files:
         try:
+            if path.name == "claims.yaml":
+                _validate_claims(path)
+                if not args.quiet:
+                    print(f"ok  {path}")
+                continue
             loaded = load_spec(path)
             validate_plan(loaded, schemas)
             for trial in expand_sweep(loaded):  # every trial of a sweep is a spec too
@@ -114,6 +127,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     result = run_sweep(args.spec, args.overrides, jobs=args.jobs, fail_fast=args.fail_fast)
     return EXIT_FAILED if result.failed else 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from framework.claims import reproduce
+
+    outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs)
+    return 0 if all(o.passed for o in outcomes) else EXIT_FAILED
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -226,6 +246,12 @@ def parser() -> argparse.ArgumentParser:
     sw.add_argument("--jobs", type=int, default=1, help="trials at a time; cores are split between them")
     sw.add_argument("--fail-fast", action="store_true", help="stop at the first failed trial")
     sw.set_defaults(func=cmd_sweep)
+    rp = sub.add_parser("reproduce", help="run what a paper's claims need and check them")
+    rp.add_argument("folder", help="a paper folder with claims.yaml, e.g. specs/cvm_fairness/")
+    rp.add_argument("--fresh", action="store_true", help="run everything again (default: reuse finished runs)")
+    rp.add_argument("--write-readme", action="store_true", help="rewrite the claims table in the README")
+    rp.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel sweep trials")
+    rp.set_defaults(func=cmd_reproduce)
     for name, func, text in (("resume", cmd_resume, "continue a killed run from its last checkpoint"),
                              ("rerun", cmd_rerun, "run again from a run's stored resolved spec")):
         c = sub.add_parser(name, help=text)
@@ -268,7 +294,7 @@ def _terminate(signum: int, frame: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.command in ("run", "resume", "rerun", "sweep"):
+    if args.command in ("run", "resume", "rerun", "sweep", "reproduce"):
         import signal
 
         # SIGTERM (a scheduler, `exp sweep --fail-fast`) ends a run like Ctrl-C: marked KILLED.

@@ -6,7 +6,8 @@ Rules, in the order they apply:
    `extends:`), no duplicate keys. `1e-3` reads as a float (YAML 1.1 would read a string).
 2. `extends: base.yaml` (or a list of files, merged left to right) names files relative to the
    spec. The spec is merged onto its bases: mappings merge key by key, recursively; lists and
-   scalars replace. A cycle is an error.
+   scalars replace; a component node whose `type` changes is replaced whole (the base's
+   arguments belong to another component). A cycle is an error.
 3. Overrides `key.path=value` apply in order. The value is parsed as YAML (`lr=3e-3` is a number,
    `hidden=[32,32]` a list, `model={type: mlp}` a mapping) and replaces what is at the path; a list
    item is addressed by its index (`loss.terms.1.weight=3`). Missing mappings on the path are made.
@@ -158,7 +159,9 @@ def _drop_marks(loaded: Loaded, prefix: Path) -> None:
 
 def _merge(base: Loaded, child: Loaded, data_base: Any, data_child: Any, path: Path) -> Any:
     """Merge child onto base at `path`: mappings recursively, anything else replaced."""
-    if isinstance(data_base, dict) and isinstance(data_child, dict):
+    same_component = data_base.get("type", data_child.get("type")) == data_child.get("type", data_base.get("type")) \
+        if isinstance(data_base, dict) and isinstance(data_child, dict) else False
+    if isinstance(data_base, dict) and isinstance(data_child, dict) and same_component:
         merged = dict(data_base)
         for key, value in data_child.items():
             sub = (*path, key)

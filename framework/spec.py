@@ -144,8 +144,10 @@ class Spec(Section):
     description: str = ""
     seed: int = 0
     task: Node("tasks")
-    data: Node("data")
-    model: Node("models")
+    # Optional: a task that needs none (a profiler, a sampler with its own inputs) omits them;
+    # the builder says so when a task needs one that is missing.
+    data: Node("data") | None = None
+    model: Node("models") | None = None
     loss: Node("losses") | None = None
     optimizer: Node("optimizers") | None = None
     scheduler: Node("schedulers") | None = None

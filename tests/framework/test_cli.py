@@ -30,7 +30,7 @@ def test_validate_reports_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     bad.write_text("name: x\npaper: p\ntask: {type: classification}\ndata: {type: nope}\nmodel: {type: mlp, in_features: 2, out_features: 2}\n")
     assert main(["validate", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert f"{bad}:4:14: data.type: unknown data 'nope'." in err
+    assert f"{bad}:4:14: data.type: unknown data module 'nope'." in err
     assert "0 of 1 spec(s) valid" in err
 
 
