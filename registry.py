@@ -153,12 +153,20 @@ CALLBACKS = Registry("callback", {
     "progress_bar": "components.callbacks.progress:progress_bar",
 })
 
+# Built with the spec's arguments; called as analysis(model, splits) -> dict[str, float], where splits
+# maps "train"/"val"/"test" to that split's tensors as one batch dict; an analysis names the splits it
+# needs in an attribute `splits` (default train and test). The posthoc_analysis task logs "test/<name>".
+ANALYSES = Registry("analysis", {
+    "laplace_rescaling": "components.bayes.invariance:LaplaceRescaling",
+})
+
 # A LightningModule built with the spec's `task:` arguments plus the built sections, passed by the
 # builder as model=, loss=, optimizer= (factory), scheduler= (factory or None), metrics= (dict).
 TASKS = Registry("task", {
     "classification": "components.tasks.supervised:Classification",
     "regression": "components.tasks.supervised:Regression",
     "loss_profile": "components.tasks.profiling:LossProfile",
+    "posthoc_analysis": "components.tasks.posthoc:PosthocAnalysis",
 }, runtime=("model", "loss", "optimizer", "scheduler", "metrics"))
 
 # Spec section -> the table its component node (or list of nodes) resolves in.
@@ -171,4 +179,5 @@ KINDS: dict[str, Registry] = {
     "metrics": METRICS,
     "callbacks": CALLBACKS,
     "tasks": TASKS,
+    "analyses": ANALYSES,
 }

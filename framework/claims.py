@@ -122,7 +122,8 @@ def parse_check(text: str, aliases: set[str]) -> ast.Expression:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as error:
-        raise ValueError(f"invalid check syntax at column {error.offset}: {error.msg}") from None
+        where = f" at column {error.offset}" if error.offset else ""
+        raise ValueError(f"invalid check syntax{where}: {error.msg}") from None
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED):
             raise ValueError(f"'{ast.unparse(node)}' is not allowed in a check ({type(node).__name__})")

@@ -169,16 +169,22 @@ def _merge(base: Loaded, child: Loaded, data_base: Any, data_child: Any, path: P
                 merged[key] = _merge(base, child, merged[key], value, sub)
             else:
                 merged[key] = value
+                _copy_marks(base, child, sub)
             for marks, child_marks in ((base.key_marks, child.key_marks), (base.value_marks, child.value_marks)):
                 if sub in child_marks:
                     marks[sub] = child_marks[sub]
         return merged
     _drop_marks(base, path)
+    _copy_marks(base, child, path)
+    return data_child
+
+
+def _copy_marks(base: Loaded, child: Loaded, path: Path) -> None:
+    """Every mark of the child at or under `path` replaces the base's."""
     for marks, child_marks in ((base.key_marks, child.key_marks), (base.value_marks, child.value_marks)):
         for p, m in child_marks.items():
             if p[: len(path)] == path:
                 marks[p] = m
-    return data_child
 
 
 def _display(path: FsPath) -> str:

@@ -164,7 +164,8 @@ def expand_sweep(loaded: Loaded) -> list[Trial]:
         sweep = Sweep.model_validate(raw).model_dump()
     except ValidationError as error:
         raise SpecError([
-            Problem(loaded.value_mark(("sweep", *e["loc"])), ("sweep", *e["loc"]), e["msg"]) for e in error.errors()
+            Problem(loaded.value_mark(("sweep", *e["loc"])), ("sweep", *e["loc"]), e["msg"].removeprefix("Value error, "))
+            for e in error.errors()
         ]) from None
     axes: list[list[dict[str, Any]]] = []
     if sweep["grid"]:
@@ -195,5 +196,6 @@ def expand_sweep(loaded: Loaded) -> list[Trial]:
 
 def _format(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}"
+        text = f"{value:.4g}"
+        return text if any(c in text for c in ".ein") else f"{text}.0"
     return str(value)

@@ -237,6 +237,8 @@ class _Checker:
                 message += f". Did you mean '{match}'?" if match else _hint(value, schema)
             else:
                 message = f"{_constraint(kind, error.get('ctx') or {}, error['msg'])}, got {_got(value)}"
+                if kind == "value_error":  # a model validator's own message says it all
+                    message = error["msg"].removeprefix("Value error, ")
             self.problem(field_path, message)
 
 

@@ -18,9 +18,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture
 def tracked(store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs in this test log to the session store; Lightning's files go to tmp_path."""
+    """Runs in this test log to the session store; Lightning's files and the result cache go to
+    tmp_path (so no test reuses another's results)."""
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
     monkeypatch.setenv("EXPSPEC_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("EXPSPEC_CACHE_DIR", str(tmp_path / "cache"))
     return store
 
 

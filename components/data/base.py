@@ -12,7 +12,7 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 Arrays = dict[str, np.ndarray]
 STAGES = ("train", "val", "test")
@@ -37,6 +37,25 @@ class TensorDictDataset(Dataset):
     def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
         index = torch.as_tensor(indices)
         return {k: v[index] for k, v in self.tensors.items()}
+
+
+class EpochShuffle(Sampler[int]):
+    """A permutation drawn from (seed, epoch) alone, not from the global RNG: a run resumed from
+    an epoch-end checkpoint sees the same order as an uninterrupted one. Lightning calls
+    `set_epoch` at the start of every epoch (as it does for DistributedSampler)."""
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size, self.seed, self.epoch = size, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        return iter(torch.randperm(self.size, generator=generator).tolist())
+
+    def __len__(self) -> int:
+        return self.size
 
 
 def _keep_batch(batch: Any) -> Any:
@@ -156,10 +175,13 @@ class ArrayDataModule(L.LightningDataModule):
         return info
 
     def _loader(self, stage: str) -> DataLoader:
+        dataset = TensorDictDataset(self.split(stage))
+        # The run's seed (seed_everything sets torch's initial seed) fixes the shuffling.
+        sampler = EpochShuffle(len(dataset), torch.initial_seed()) if stage == "train" else None
         return DataLoader(
-            TensorDictDataset(self.split(stage)),
+            dataset,
             batch_size=self.batch_size,
-            shuffle=stage == "train",
+            sampler=sampler,
             num_workers=self.num_workers,
             collate_fn=_keep_batch,
             persistent_workers=self.num_workers > 0,

@@ -1,0 +1,1 @@
+"""Bayesian post-hoc components: ReLU rescaling symmetries, full-GGN Laplace, invariance analyses."""

@@ -1,0 +1,74 @@
+"""exp resume / exp rerun: a run killed with SIGKILL continues from its last checkpoint into the
+same MLflow run, and ends with the metrics of an uninterrupted run with the same seed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from framework.runner import rerun, resume, run
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "specs/cvm_fairness/tiny.yaml"
+EPOCHS = ["trainer.max_steps=-1", "trainer.max_epochs=25", "trainer.limit_val_batches=2"]
+
+
+def _kill_after_checkpoint(runs: Path, min_epoch: int, exclude: str, timeout: float = 240.0) -> str:
+    """Start `exp run` in a subprocess, SIGKILL it once an epoch >= min_epoch is checkpointed."""
+    process = subprocess.Popen([sys.executable, "-m", "framework.cli", "run", str(TINY), *EPOCHS],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            for ckpt in runs.glob("*/*/checkpoints/epoch=*.ckpt"):
+                epoch = int(ckpt.name.split("=")[1].split("-")[0])
+                if epoch >= min_epoch and ckpt.parent.parent.name != exclude:
+                    time.sleep(0.05)  # let the write finish
+                    process.send_signal(signal.SIGKILL)
+                    process.wait()
+                    return ckpt.parent.parent.name
+            if process.poll() is not None:
+                pytest.fail(f"the run ended (exit {process.returncode}) before epoch {min_epoch} was checkpointed")
+            time.sleep(0.02)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    pytest.fail("no checkpoint appeared")
+
+
+def test_killed_run_resumes_to_the_uninterrupted_result(tracked: str, tmp_path: Path) -> None:
+    reference = run(TINY, EPOCHS)
+    run_id = _kill_after_checkpoint(tmp_path / "runs", min_epoch=3, exclude=reference.run_id)
+    client = MlflowClient(tracked)
+    assert client.get_run(run_id).info.status == "RUNNING"  # SIGKILL leaves no chance to say more
+    resumed = resume(run_id)
+    assert resumed.run_id == run_id
+    assert client.get_run(run_id).info.status == "FINISHED"
+    assert client.get_run(run_id).data.tags["expspec.resumed"] == "true"
+    tests = {k: v for k, v in reference.metrics.items() if k.startswith("test/")}
+    assert tests and {k: resumed.metrics[k] for k in tests} == pytest.approx(tests, rel=1e-6, abs=1e-7)
+
+
+def test_resume_without_checkpoint_says_how_to_start_again(tracked: str) -> None:
+    done = run(TINY, ["trainer.max_steps=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"])
+    for ckpt in Path(os.environ["EXPSPEC_RUNS_DIR"]).glob(f"*/{done.run_id}/checkpoints/*.ckpt"):
+        ckpt.unlink()
+    with pytest.raises(FileNotFoundError, match=f"start it again with `exp rerun {done.run_id}`"):
+        resume(done.run_id)
+
+
+def test_rerun_repeats_the_stored_spec(tracked: str) -> None:
+    short = ["trainer.max_steps=5", "trainer.limit_val_batches=1", "trainer.limit_test_batches=2"]
+    first = run(TINY, short)
+    again = rerun(first.run_id)
+    assert again.run_id != first.run_id
+    assert again.spec_hash == first.spec_hash
+    assert again.metrics == first.metrics
+    assert MlflowClient(tracked).get_run(again.run_id).data.tags["expspec.rerun_of"] == first.run_id

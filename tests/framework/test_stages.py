@@ -1,0 +1,66 @@
+"""Stages and init: an evaluation stage that loads the trained stage's weights reproduces its test
+metrics exactly; `init: {spec: ...}` reuses a cached finished run instead of retraining."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from framework.runner import run
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "specs/cvm_fairness/tiny.yaml"
+
+STAGED = f"""\
+extends: {TINY}
+name: staged
+loss: {{type: cross_entropy}}
+trainer: {{max_steps: 30, limit_val_batches: 1}}
+stages:
+  train: {{}}
+  evaluate:
+    init: {{stage: train}}
+    phases: [test]
+  fresh:
+    phases: [test]
+"""
+
+
+def test_stages_are_children_and_init_loads_weights(tracked: str, tmp_path: Path) -> None:
+    spec = tmp_path / "staged.yaml"
+    spec.write_text(STAGED)
+    result = run(spec)
+    assert list(result.stages) == ["train", "evaluate", "fresh"]
+    trained, evaluated, fresh = (result.stages[s].metrics["test/accuracy"] for s in ("train", "evaluate", "fresh"))
+    assert evaluated == trained  # the same weights give the same test metrics
+    assert fresh != trained  # an untrained model does not
+    client = MlflowClient(tracked)
+    for stage in result.stages.values():
+        assert client.get_run(stage.run_id).data.tags["mlflow.parentRunId"] == result.run_id
+    parent = client.get_run(result.run_id)
+    assert parent.info.status == "FINISHED" and parent.data.tags["expspec.stages"] == "train,evaluate,fresh"
+    assert result.metrics["evaluate:test/accuracy"] == evaluated
+
+
+def test_init_from_spec_reuses_the_cached_run(tracked: str, tmp_path: Path) -> None:
+    pretrain = tmp_path / "pretrain.yaml"
+    pretrain.write_text(f"extends: {TINY}\nname: pretrain\nloss: {{type: cross_entropy}}\n"
+                        "trainer: {max_steps: 20, limit_val_batches: 1}\n")
+    finetune = tmp_path / "finetune.yaml"
+    finetune.write_text(f"extends: {TINY}\nname: finetune\ninit: {{spec: pretrain.yaml}}\n"
+                        "trainer: {max_steps: 5, limit_val_batches: 1}\n")
+    client = MlflowClient(tracked)
+
+    def pretrain_runs() -> int:
+        experiment = client.get_experiment_by_name("cvm_fairness")
+        return len(client.search_runs([experiment.experiment_id], "tags.`mlflow.runName` = 'pretrain'"))
+
+    before = pretrain_runs() if client.get_experiment_by_name("cvm_fairness") else 0
+    first = run(finetune)
+    assert pretrain_runs() == before + 1  # the upstream spec ran first
+    second = run(finetune)
+    assert pretrain_runs() == before + 1  # and was reused from the cache the second time
+    assert first.metrics == second.metrics
+    tags = client.get_run(first.run_id).data.tags
+    assert tags["expspec.init_checkpoint"].endswith("final.ckpt")
