@@ -71,9 +71,10 @@ class Supervised(L.LightningModule):
         if stage == "train":
             self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=size)
         else:
-            self.log(f"{stage}/loss", loss, on_epoch=True, prog_bar=stage == "val", batch_size=size)
+            self.log(f"{stage}/loss", loss, on_epoch=True, prog_bar=stage == "val", batch_size=size, sync_dist=True)
         for term, value in getattr(self.loss, "last_terms", {}).items():
-            self.log(f"{stage}/loss.{term}", value, on_step=False, on_epoch=True, batch_size=size)
+            self.log(f"{stage}/loss.{term}", value, on_step=False, on_epoch=True, batch_size=size,
+                     sync_dist=stage != "train")  # epoch values are averaged over DDP ranks
         if f"{stage}_metrics" in self.stage_metrics:
             for name, metric in self.stage_metrics[f"{stage}_metrics"].items():
                 metric.update(outputs.detach(), batch)

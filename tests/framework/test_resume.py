@@ -20,8 +20,9 @@ TINY = ROOT / "specs/cvm_fairness/tiny.yaml"
 EPOCHS = ["trainer.max_steps=-1", "trainer.max_epochs=25", "trainer.limit_val_batches=2"]
 
 
-def _kill_after_checkpoint(runs: Path, min_epoch: int, exclude: str, timeout: float = 240.0) -> str:
-    """Start `exp run` in a subprocess, SIGKILL it once an epoch >= min_epoch is checkpointed."""
+def _kill_after_checkpoint(runs: Path, min_epoch: int, exclude: tuple[str, ...] = (), timeout: float = 240.0,
+                           sig: int = signal.SIGKILL) -> str:
+    """Start `exp run` in a subprocess, signal it once an epoch >= min_epoch is checkpointed."""
     process = subprocess.Popen([sys.executable, "-m", "framework.cli", "run", str(TINY), *EPOCHS],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
     deadline = time.monotonic() + timeout
@@ -29,9 +30,9 @@ def _kill_after_checkpoint(runs: Path, min_epoch: int, exclude: str, timeout: fl
         while time.monotonic() < deadline:
             for ckpt in runs.glob("*/*/checkpoints/epoch=*.ckpt"):
                 epoch = int(ckpt.name.split("=")[1].split("-")[0])
-                if epoch >= min_epoch and ckpt.parent.parent.name != exclude:
+                if epoch >= min_epoch and ckpt.parent.parent.name not in exclude:
                     time.sleep(0.05)  # let the write finish
-                    process.send_signal(signal.SIGKILL)
+                    process.send_signal(sig)
                     process.wait()
                     return ckpt.parent.parent.name
             if process.poll() is not None:
@@ -45,7 +46,7 @@ def _kill_after_checkpoint(runs: Path, min_epoch: int, exclude: str, timeout: fl
 
 def test_killed_run_resumes_to_the_uninterrupted_result(tracked: str, tmp_path: Path) -> None:
     reference = run(TINY, EPOCHS)
-    run_id = _kill_after_checkpoint(tmp_path / "runs", min_epoch=3, exclude=reference.run_id)
+    run_id = _kill_after_checkpoint(tmp_path / "runs", min_epoch=3, exclude=(reference.run_id,))
     client = MlflowClient(tracked)
     assert client.get_run(run_id).info.status == "RUNNING"  # SIGKILL leaves no chance to say more
     resumed = resume(run_id)
@@ -72,3 +73,11 @@ def test_rerun_repeats_the_stored_spec(tracked: str) -> None:
     assert again.spec_hash == first.spec_hash
     assert again.metrics == first.metrics
     assert MlflowClient(tracked).get_run(again.run_id).data.tags["expspec.rerun_of"] == first.run_id
+
+
+def test_ctrl_c_and_sigterm_mark_the_run_killed(tracked: str, tmp_path: Path) -> None:
+    client = MlflowClient(tracked)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        run_id = _kill_after_checkpoint(tmp_path / "runs", min_epoch=1, sig=sig,
+                                        exclude=tuple(p.parent.name for p in (tmp_path / "runs").glob("*/*/checkpoints")))
+        assert client.get_run(run_id).info.status == "KILLED", signal.Signals(sig).name

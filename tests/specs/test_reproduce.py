@@ -1,0 +1,26 @@
+"""Every paper's claims, checked in full: `exp reproduce specs/<paper>/` runs its tiny specs to the
+end (fresh, in a throwaway store) and every claim must hold. Slow: see README for the timing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from framework.claims import reproduce
+
+SPECS = Path(__file__).resolve().parents[2] / "specs"
+PAPERS = sorted(p.parent for p in SPECS.glob("*/claims.yaml"))
+
+
+def test_every_paper_states_claims() -> None:
+    folders = sorted(p for p in SPECS.iterdir() if p.is_dir())
+    assert folders and folders == PAPERS, f"paper folders without claims.yaml: {sorted(set(folders) - set(PAPERS))}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", PAPERS, ids=lambda p: p.name)
+def test_claims_hold(folder: Path, tracked: str) -> None:
+    outcomes = reproduce(folder, fresh=True, jobs=2, echo=lambda *_: None)
+    failed = [f"{o.claim.name}: {o.numbers} {o.error}" for o in outcomes if not o.passed]
+    assert not failed, "\n".join(failed)
