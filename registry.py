@@ -107,6 +107,7 @@ DATA = Registry("data module", {
     "sklearn_dataset": "components.data.sklearn:SklearnDataset",
     "csv_table": "components.data.csv:CSVTable",
     "uci_adult": "components.data.fair:UCIAdult",
+    "oracle_steps": "components.data.oracle:OracleSteps",
 })
 
 # nn.Module built with the spec's arguments (every loss takes `weight`, default 1.0);
@@ -160,13 +161,33 @@ ANALYSES = Registry("analysis", {
     "laplace_rescaling": "components.bayes.invariance:LaplaceRescaling",
 })
 
+# A game for algorithm studies, nested in a task's `problem:`: an nn.Module of float64 buffers with
+# dim_x, dim_y, project_x(x), project_y(y), grad(x, y, generator) -> (gx, gy) (noisy oracle: exact
+# gradient + sigma * N(0, I)), gap(x, y) (exact primal-dual gap), center(), sample(batch, generator).
+PROBLEMS = Registry("problem", {
+    "bilinear_game": "components.problems.games:BilinearGame",
+    "quadratic_bilinear_game": "components.problems.games:QuadraticGame",
+})
+
+# Nested in a minimax task's `algorithm:`: reset(problem, x, y, horizon) once, then
+# step(problem, x, y, t, generator) -> (x, y) per iteration; step_size(t), regularization(t) and
+# oracle_calls_per_step describe it.
+MINIMAX_ALGORITHMS = Registry("minimax algorithm", {
+    "seg": "components.optim.minimax:StochasticExtragradient",
+    "sogda": "components.optim.minimax:StochasticOptimisticGDA",
+    "perturbed_seg": "components.optim.minimax:PerturbedExtragradient",
+    "perturbed_sogda": "components.optim.minimax:PerturbedOptimisticGDA",
+})
+
 # A LightningModule built with the spec's `task:` arguments plus the built sections, passed by the
-# builder as model=, loss=, optimizer= (factory), scheduler= (factory or None), metrics= (dict).
+# builder as model=, loss=, optimizer= (factory), scheduler= (factory or None), metrics= (dict) -- each
+# only if the task's signature names it; a spec section the task does not take is an error.
 TASKS = Registry("task", {
     "classification": "components.tasks.supervised:Classification",
     "regression": "components.tasks.supervised:Regression",
     "loss_profile": "components.tasks.profiling:LossProfile",
     "posthoc_analysis": "components.tasks.posthoc:PosthocAnalysis",
+    "minimax": "components.tasks.minimax:Minimax",
 }, runtime=("model", "loss", "optimizer", "scheduler", "metrics"))
 
 # Spec section -> the table its component node (or list of nodes) resolves in.
@@ -180,4 +201,6 @@ KINDS: dict[str, Registry] = {
     "callbacks": CALLBACKS,
     "tasks": TASKS,
     "analyses": ANALYSES,
+    "problems": PROBLEMS,
+    "minimax_algorithms": MINIMAX_ALGORITHMS,
 }

@@ -81,9 +81,13 @@ class Builder:
                    if k in runtime and runtime[k] is None and p.default is p.empty]
         if data is None and "fit" in operative["phases"]:
             missing.append("data")
-        if missing:
-            raise SpecError([Problem(self.loaded.key_mark(("task",)), ("task",),
-                                     f"task '{task_node['type']}' needs a '{k}' section") for k in missing])
+        problems = [Problem(self.loaded.key_mark(("task",)), ("task",),
+                            f"task '{task_node['type']}' needs a '{k}' section") for k in missing]
+        problems += [Problem(self.loaded.key_mark((k,)), (k,),
+                             f"task '{task_node['type']}' takes no '{k}'; remove the section")
+                     for k in ("model", "loss", "optimizer", "scheduler") if runtime[k] is not None and k not in parameters]
+        if problems:
+            raise SpecError(problems)
         task = self.node("tasks", task_node, ("task",), **{k: v for k, v in runtime.items() if k in parameters})
         callbacks = [self.node("callbacks", n, ("callbacks", i)) for i, n in enumerate(operative["callbacks"])]
         return Built(task=task, data=data, callbacks=callbacks, trainer_kwargs=trainer_kwargs(operative))

@@ -1,0 +1,1 @@
+"""Optimization problems (games) that algorithm-study tasks run on; no data, exact metrics."""

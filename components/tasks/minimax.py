@@ -1,0 +1,195 @@
+"""Stochastic minimax optimization as a Lightning fit: a game, an algorithm, T iterations.
+
+Paradigm "algorithm study without data" (DESIGN.md): the data module (`oracle_steps`) only yields
+T step indices; each training step makes one iteration of a minimax algorithm (the nested
+`algorithm:` node, table `minimax_algorithms`) on a game (the nested `problem:` node, table
+`problems`, which draws its own noisy gradients). The spec has no `model:`, `loss:` or
+`optimizer:` section: the game is not a network and the algorithm is not a torch optimizer.
+Manual optimization; the iterates (x, y) are float64 buffers of shape (replicates, dim).
+
+Logged keys:
+- `train/gap`, `train/step_size`, `train/regularization`: the mean primal-dual gap of the last
+  iterate over the replicates and the algorithm's schedules, at log-spaced iterations t (about
+  `log_points_per_decade` per decade) and at t = T, with the iteration t as the MLflow step.
+- `test/gap` (mean over replicates), `test/gap_std` (their standard deviation), `test/iterations`,
+  `test/oracle_calls`, and `test/gap_slope`: the least-squares slope of log(train/gap) against
+  log(t) over the last `slope_window` of the horizon on a log scale (t >= T^(1 - slope_window);
+  0.5 fits from sqrt(T) to T), the within-run estimate of the last-iterate rate (-1/4 for the
+  perturbed methods of perturbed_eg, about 0 for a method stuck at a noise floor).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+import lightning as L
+import numpy as np
+import torch
+
+from components.kinds import Kind
+
+# Nested nodes: a game from the `problems` table (contract: components.problems.games) and an
+# algorithm from the `minimax_algorithms` table (contract: components.optim.minimax).
+Problem = Annotated[Any, Kind("problems")]
+MinimaxAlgorithm = Annotated[Any, Kind("minimax_algorithms")]
+
+_GAME_METHODS = ("grad", "gap", "project_x", "project_y", "center", "sample")
+
+
+class _IterationStep(torch.optim.Optimizer):
+    """Adapter that lets Lightning count the algorithm's iterations as optimizer steps, so that
+    `global_step`, `trainer.max_steps` and the step of logged metrics are the iteration count.
+    Its param group's `lr` is the algorithm's current step size (what `lr_monitor` would show)."""
+
+    def __init__(self, iterates: list[torch.Tensor]) -> None:
+        super().__init__(iterates, {"lr": 0.0})
+
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        return closure() if closure is not None else None
+
+
+def log_points(horizon: int, per_decade: int) -> list[int]:
+    """Iterations 1 <= t <= horizon, about `per_decade` per decade on a log scale, plus horizon."""
+    count = int(math.floor(per_decade * math.log10(horizon))) + 1
+    points = {int(round(10 ** (k / per_decade))) for k in range(count)}
+    return sorted(p for p in points | {horizon} if 1 <= p <= horizon)
+
+
+def log_log_slope(steps: list[int], gaps: list[float], window: float) -> float | None:
+    """Slope of log(gap) against log(t) over t >= T^(1 - window), T = the last step; all points
+    when fewer than 2 fall in the window; None with fewer than 2 positive gaps."""
+    pairs = [(t, g) for t, g in zip(steps, gaps) if g > 0]
+    if len(pairs) < 2:
+        return None
+    start = pairs[-1][0] ** (1.0 - window)
+    inside = [(t, g) for t, g in pairs if t >= start]
+    if len(inside) < 2:
+        inside = pairs
+    t, g = np.log([p[0] for p in inside]), np.log([p[1] for p in inside])
+    return float(np.polyfit(t, g, 1)[0])
+
+
+class Minimax(L.LightningModule):
+    """Runs a stochastic minimax algorithm on a game for T iterations (one per training batch)
+    and logs the exact primal-dual gap of the last iterate (perturbed_eg's metric).
+
+    Args:
+        problem: The game: grad (noisy oracle), project_x/project_y, gap, center, sample.
+        algorithm: The algorithm node: reset(problem, x, y, horizon) then step(problem, x, y, t,
+            generator) -> (x, y) per iteration.
+        replicates: Independent runs in parallel (same game and start distribution, independent
+            noise); the gap logged is their mean, an estimate of the expected gap of the theory.
+        init: Start at a random feasible point per replicate ("random", drawn from the run seed)
+            or at the center of the constraint sets ("center").
+        log_points_per_decade: Density of the log-spaced iterations at which the gap is logged.
+        slope_window: Share of the horizon, on a log scale, over which `test/gap_slope` is fitted.
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        algorithm: MinimaxAlgorithm,
+        replicates: int = 1,
+        init: Literal["random", "center"] = "random",
+        log_points_per_decade: int = 10,
+        slope_window: float = 0.5,
+    ) -> None:
+        super().__init__()
+        missing = [m for m in _GAME_METHODS if not callable(getattr(problem, m, None))]
+        if missing:
+            raise TypeError(f"problem must be a game (components.problems), got {type(problem).__name__} "
+                            f"without {', '.join(missing)}")
+        for m in ("reset", "step", "step_size", "regularization"):
+            if not callable(getattr(algorithm, m, None)):
+                raise TypeError(f"algorithm must be a minimax algorithm (components.optim.minimax), "
+                                f"got {type(algorithm).__name__} without {m}")
+        if replicates < 1:
+            raise ValueError(f"replicates must be >= 1, got {replicates}")
+        if init not in ("random", "center"):
+            raise ValueError(f"init must be 'random' or 'center', got {init!r}")
+        if log_points_per_decade < 1:
+            raise ValueError(f"log_points_per_decade must be >= 1, got {log_points_per_decade}")
+        if not 0.0 < slope_window <= 1.0:
+            raise ValueError(f"slope_window must be in (0, 1], got {slope_window}")
+        self.automatic_optimization = False
+        self.problem, self.algorithm = problem, algorithm
+        self.replicates, self.init = replicates, init
+        self.per_decade, self.slope_window = log_points_per_decade, slope_window
+        self.register_buffer("x", torch.zeros(replicates, problem.dim_x, dtype=torch.float64))
+        self.register_buffer("y", torch.zeros(replicates, problem.dim_y, dtype=torch.float64))
+        self.started = False
+        self.horizon = self.iterations = 0
+        self.points: set[int] = set()
+        self.history: tuple[list[int], list[float]] = ([], [])
+        self.generator: torch.Generator | None = None
+
+    # --- setup -------------------------------------------------------------------------------
+    def _start(self, horizon: int) -> None:
+        # A private noise stream seeded from the global RNG (which the runner seeds with the spec's
+        # `seed`): reproducible, and independent of anything else that draws random numbers.
+        seed = int(torch.randint(0, 2**62, (1,)).item())
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        if self.init == "random":
+            x, y = self.problem.sample((self.replicates,), self.generator)
+        else:
+            cx, cy = self.problem.center()
+            x, y = cx.expand(self.replicates, -1), cy.expand(self.replicates, -1)
+        self.x.copy_(x)
+        self.y.copy_(y)
+        self.horizon = max(int(horizon), 1)
+        self.points = set(log_points(self.horizon, self.per_decade))
+        self.history = ([], [])
+        self.iterations = 0
+        self.algorithm.reset(self.problem, self.x.clone(), self.y.clone(), self.horizon)
+        self.started = True
+
+    def on_fit_start(self) -> None:
+        if not self.started:
+            self._start(self.trainer.estimated_stepping_batches)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return _IterationStep([self.x, self.y])
+
+    # --- steps -------------------------------------------------------------------------------
+    def gap(self) -> torch.Tensor:
+        """The primal-dual gap of the current iterate, per replicate."""
+        return self.problem.gap(self.x, self.y)
+
+    def _iterate(self) -> None:
+        t = self.trainer.global_step  # iterations completed so far
+        with torch.no_grad():
+            x, y = self.algorithm.step(self.problem, self.x, self.y, t, self.generator)
+            self.x.copy_(x)
+            self.y.copy_(y)
+        self.iterations = t + 1
+
+    def training_step(self, batch: torch.Tensor, batch_idx: int) -> None:
+        optimizer = self.optimizers()
+        t = self.trainer.global_step
+        optimizer.param_groups[0]["lr"] = self.algorithm.step_size(t)
+        optimizer.step(closure=self._iterate)
+        done = t + 1
+        if done in self.points or done == self.horizon:
+            gap = float(self.gap().mean())
+            self.history[0].append(done)
+            self.history[1].append(gap)
+            values = {"train/gap": gap, "train/step_size": self.algorithm.step_size(t),
+                      "train/regularization": self.algorithm.regularization(t)}
+            # Straight to the loggers: the MLflow step is the iteration count at log-spaced points,
+            # which self.log's every-n-steps schedule cannot express.
+            for logger in self.loggers:
+                logger.log_metrics(values, step=done)
+
+    def test_step(self, batch: torch.Tensor, batch_idx: int) -> None:
+        if not self.started:
+            self._start(1)
+        gaps = self.gap()
+        iterations = self.iterations
+        self.log("test/gap", gaps.mean(), batch_size=1)
+        self.log("test/gap_std", gaps.std(unbiased=False), batch_size=1)
+        self.log("test/iterations", float(iterations), batch_size=1)
+        self.log("test/oracle_calls", float(iterations * self.algorithm.oracle_calls_per_step), batch_size=1)
+        slope = log_log_slope(*self.history, window=self.slope_window)
+        if slope is not None:
+            self.log("test/gap_slope", slope, batch_size=1)

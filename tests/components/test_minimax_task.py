@@ -1,0 +1,129 @@
+"""components/tasks/minimax.py and components/data/oracle.py: the minimax task driven by Lightning,
+directly and through a spec (with the registry entries of the perturbed_eg components)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+import registry
+from components.data.oracle import OracleSteps
+from components.optim.minimax import PerturbedExtragradient, StochasticExtragradient, StochasticOptimisticGDA
+from components.problems.games import BilinearGame
+from components.tasks.minimax import Minimax, log_log_slope, log_points
+
+SPECS = Path(__file__).resolve().parents[2] / "specs" / "perturbed_eg"
+
+
+def fit_and_test(task: Minimax, steps: int, **trainer: object) -> dict[str, float]:
+    kwargs = dict(max_epochs=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
+                  enable_checkpointing=False, accelerator="cpu")
+    trainer_ = L.Trainer(**{**kwargs, **trainer})
+    data = OracleSteps(steps)
+    trainer_.fit(task, datamodule=data)
+    return {k: float(v) for k, v in trainer_.test(task, datamodule=data, verbose=False)[0].items()}
+
+
+def test_log_points_and_slope() -> None:
+    assert log_points(100, 2) == [1, 3, 10, 32, 100]
+    assert log_points(50, 1) == [1, 10, 50]
+    assert log_points(1, 10) == [1]
+    steps = [10, 100, 1000, 10000]
+    assert log_log_slope(steps, [t ** -0.25 for t in steps], window=1.0) == pytest.approx(-0.25)
+    # window 0.5 of T = 10000: t >= 100, so the first point (a different law) is left out
+    assert log_log_slope(steps, [5.0, 1.0, 0.5, 0.25], window=0.5) == pytest.approx(-math.log10(4) / 2)
+    assert log_log_slope([1], [1.0], window=0.5) is None
+
+
+def test_task_runs_through_lightning() -> None:
+    L.seed_everything(0, verbose=False)
+    task = Minimax(BilinearGame(4, sigma=0.5, saddle_radius=0.5), PerturbedExtragradient(), replicates=3)
+    metrics = fit_and_test(task, 50)
+    assert task.history[0] == log_points(50, 10)
+    assert metrics["test/iterations"] == 50 and metrics["test/oracle_calls"] == 100
+    assert metrics["test/gap"] == pytest.approx(task.history[1][-1])
+    assert math.isfinite(metrics["test/gap_slope"]) and metrics["test/gap_std"] >= 0
+    assert task.x.dtype == torch.float64 and task.x.shape == (3, 4)
+    assert task.algorithm.horizon == 50
+
+
+def test_max_steps_counts_iterations_and_runs_are_seeded() -> None:
+    def run(seed: int) -> tuple[dict[str, float], Minimax]:
+        L.seed_everything(seed, verbose=False)
+        task = Minimax(BilinearGame(3), StochasticOptimisticGDA(0.2))
+        return fit_and_test(task, 100, max_steps=20), task
+
+    first, task = run(0)
+    assert first["test/iterations"] == 20 and first["test/oracle_calls"] == 20
+    assert task.algorithm.horizon == 20  # the horizon the trainer will run, not the data's length
+    assert run(0)[0] == first and run(1)[0]["test/gap"] != first["test/gap"]
+
+
+def test_center_start_and_deterministic_convergence() -> None:
+    game = BilinearGame(3, sigma=0.0, saddle_radius=0.5, min_singular_value=0.6)
+    task = Minimax(game, StochasticExtragradient(0.5), init="center")
+    metrics = fit_and_test(task, 1000)
+    assert metrics["test/gap"] < 1e-6
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"problem": torch.nn.Linear(2, 2)}, TypeError,
+         "problem must be a game (components.problems), got Linear without grad, gap, project_x, project_y, center, sample"),
+        ({"algorithm": torch.optim.SGD}, TypeError,
+         "algorithm must be a minimax algorithm (components.optim.minimax), got type without reset"),
+        ({"replicates": 0}, ValueError, "replicates must be >= 1, got 0"),
+        ({"init": "corner"}, ValueError, "init must be 'random' or 'center', got 'corner'"),
+        ({"slope_window": 0.0}, ValueError, "slope_window must be in (0, 1], got 0.0"),
+    ],
+)
+def test_bad_arguments(kwargs: dict, error: type, message: str) -> None:
+    args = {"problem": BilinearGame(2), "algorithm": StochasticExtragradient(), **kwargs}
+    with pytest.raises(error) as info:
+        Minimax(**args)
+    assert str(info.value) == message
+
+
+def test_oracle_steps() -> None:
+    data = OracleSteps(5)
+    assert [int(b) for b in data.train_dataloader()] == [0, 1, 2, 3, 4]
+    assert len(data.test_dataloader()) == 1
+    with pytest.raises(ValueError, match="^num_steps must be >= 1, got 0$"):
+        OracleSteps(0)
+
+
+@pytest.fixture
+def perturbed_eg_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry lines of the perturbed_eg components (a no-op once registry.py has them)."""
+    tables = {
+        "problems": ("problem", {"bilinear_game": "components.problems.games:BilinearGame",
+                                 "quadratic_bilinear_game": "components.problems.games:QuadraticGame"}),
+        "minimax_algorithms": ("minimax algorithm", {
+            "seg": "components.optim.minimax:StochasticExtragradient",
+            "sogda": "components.optim.minimax:StochasticOptimisticGDA",
+            "perturbed_seg": "components.optim.minimax:PerturbedExtragradient",
+            "perturbed_sogda": "components.optim.minimax:PerturbedOptimisticGDA"}),
+    }
+    for table, (kind, entries) in tables.items():
+        if table not in registry.KINDS:
+            monkeypatch.setitem(registry.KINDS, table, registry.Registry(kind, entries))
+    monkeypatch.setitem(registry.DATA._entries, "oracle_steps", "components.data.oracle:OracleSteps")
+    monkeypatch.setitem(registry.TASKS._entries, "minimax", "components.tasks.minimax:Minimax")
+
+
+def test_tiny_spec_runs_end_to_end(perturbed_eg_registry: None, tracked: str) -> None:
+    from framework.runner import run
+
+    result = run(SPECS / "tiny_perturbed_sogda.yaml", ["data.num_steps=40", "task.replicates=2"])
+    client = MlflowClient(tracked)
+    assert client.get_run(result.run_id).info.status == "FINISHED"
+    history = client.get_metric_history(result.run_id, "train/gap")
+    assert [m.step for m in history] == log_points(40, 10)
+    assert result.metrics["test/oracle_calls"] == 40
+    assert all(math.isfinite(v) for v in result.metrics.values())
