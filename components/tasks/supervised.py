@@ -25,6 +25,24 @@ def scheduler_interval(factory: Callable[..., Any]) -> str:
     return "step" if param is None or param.default is param.empty else param.default
 
 
+def optimizers_config(
+    module: L.LightningModule,
+    optimizer: Callable[..., torch.optim.Optimizer],
+    scheduler: Callable[..., dict[str, Any]] | None,
+    parameters: Any = None,
+) -> Any:
+    """What `configure_optimizers` returns for the optimizer and scheduler factories of a spec:
+    the scheduler gets its total number of steps at its own interval (optimizer steps or epochs)."""
+    built = optimizer(module.parameters() if parameters is None else parameters)
+    if scheduler is None:
+        return built
+    if scheduler_interval(scheduler) == "step":
+        total = int(module.trainer.estimated_stepping_batches)
+    else:
+        total = int(module.trainer.max_epochs or 1)
+    return {"optimizer": built, "lr_scheduler": scheduler(built, total_steps=total)}
+
+
 class Supervised(L.LightningModule):
     """Base of the supervised tasks; subclasses say which data sizes must match the model.
 
@@ -91,15 +109,7 @@ class Supervised(L.LightningModule):
         self._step(batch, "test")
 
     def configure_optimizers(self) -> Any:
-        optimizer = self.optimizer_factory(self.parameters())
-        if self.scheduler_factory is None:
-            return optimizer
-        if scheduler_interval(self.scheduler_factory) == "step":
-            total = int(self.trainer.estimated_stepping_batches)
-        else:
-            total = int(self.trainer.max_epochs or 1)
-        config = self.scheduler_factory(optimizer, total_steps=total)
-        return {"optimizer": optimizer, "lr_scheduler": config}
+        return optimizers_config(self, self.optimizer_factory, self.scheduler_factory)
 
 
 class Classification(Supervised):
