@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from framework.claims import load_claims
 from framework.loader import load_spec
 from framework.runner import run
 from framework.schema import CommittedSchemas
-from framework.validate import validate
+from framework.plan import expand_sweep, validate_plan
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
-ALL = sorted(p for p in SPECS.rglob("*.yaml") if not p.name.startswith("_"))
+ALL = sorted(p for p in SPECS.rglob("*.yaml") if not p.name.startswith("_") and p.name != "claims.yaml")
+CLAIMS = sorted(SPECS.rglob("claims.yaml"))
 FRAGMENTS = sorted(SPECS.rglob("_*.yaml"))
 TINY = [p for p in ALL if p.name.startswith("tiny")]
 # A few optimizer steps and one batch of each evaluation split: the whole path, quickly.
@@ -33,8 +35,17 @@ def test_specs_exist() -> None:
 
 @pytest.mark.parametrize("path", ALL, ids=_id)
 def test_spec_validates(path: Path) -> None:
-    operative = validate(load_spec(path), CommittedSchemas())
-    assert operative["paper"] == path.parent.name, "a spec's paper is its folder's slug"
+    loaded = load_spec(path)
+    for unit in validate_plan(loaded, CommittedSchemas()):
+        assert unit.operative["paper"] == path.parent.name, "a spec's paper is its folder's slug"
+    for trial in expand_sweep(loaded):  # every trial of a sweep is a valid spec too
+        validate_plan(load_spec(path, trial.overrides), CommittedSchemas())
+
+
+@pytest.mark.parametrize("path", CLAIMS, ids=_id)
+def test_claims_file_validates(path: Path) -> None:
+    claims, _ = load_claims(path.parent)
+    assert claims.claims
 
 
 @pytest.mark.parametrize("path", FRAGMENTS, ids=_id)
