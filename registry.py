@@ -95,6 +95,8 @@ class Registry:
 MODELS = Registry("model", {
     "mlp": "components.models.mlp:MLP",
     "small_cnn": "components.models.cnn:SmallCNN",
+    "binary_mlp": "components.models.binary:BinaryMLP",
+    "binary_resnet": "components.models.binary:BinaryResNet",
 })
 
 # A LightningDataModule built with the spec's arguments; batches are dicts of tensors
@@ -108,6 +110,9 @@ DATA = Registry("data module", {
     "csv_table": "components.data.csv:CSVTable",
     "uci_adult": "components.data.fair:UCIAdult",
     "oracle_steps": "components.data.oracle:OracleSteps",
+    "fashion_mnist": "components.data.images:FashionMNIST",
+    "cifar": "components.data.images:CIFAR",
+    "image_folder": "components.data.images:ImageFolder",
 })
 
 # nn.Module built with the spec's arguments (every loss takes `weight`, default 1.0);
@@ -152,6 +157,7 @@ CALLBACKS = Registry("callback", {
     "early_stopping": "lightning.pytorch.callbacks:EarlyStopping",
     "lr_monitor": "lightning.pytorch.callbacks:LearningRateMonitor",
     "progress_bar": "components.callbacks.progress:progress_bar",
+    "progressive_binarization": "components.callbacks.progressive_binarization:ProgressiveBinarization",
 })
 
 # Built with the spec's arguments; called as analysis(model, splits) -> dict[str, float], where splits

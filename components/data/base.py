@@ -51,7 +51,7 @@ class EpochShuffle(Sampler[int]):
         self.epoch = epoch
 
     def __iter__(self):
-        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        generator = torch.Generator().manual_seed((self.seed * 100_003 + self.epoch) % (1 << 63))
         return iter(torch.randperm(self.size, generator=generator).tolist())
 
     def __len__(self) -> int:
