@@ -97,6 +97,10 @@ MODELS = Registry("model", {
     "small_cnn": "components.models.cnn:SmallCNN",
     "binary_mlp": "components.models.binary:BinaryMLP",
     "binary_resnet": "components.models.binary:BinaryResNet",
+    "transformer_lm": "components.models.transformer_lm:TransformerLM",
+    "topk_sae": "components.models.sae:TopKSAE",
+    "batchtopk_sae": "components.models.sae:BatchTopKSAE",
+    "pretrained_causal_lm": "components.models.pretrained_lm:PretrainedCausalLM",
 })
 
 # A LightningDataModule built with the spec's arguments; batches are dicts of tensors
@@ -113,6 +117,9 @@ DATA = Registry("data module", {
     "fashion_mnist": "components.data.images:FashionMNIST",
     "cifar": "components.data.images:CIFAR",
     "image_folder": "components.data.images:ImageFolder",
+    "char_text": "components.data.text:CharText",
+    "token_file": "components.data.text:TokenFile",
+    "activation_buffer": "components.data.activations:ActivationBuffer",
 })
 
 # nn.Module built with the spec's arguments (every loss takes `weight`, default 1.0);
@@ -149,6 +156,7 @@ METRICS = Registry("metric", {
     "mse": "components.metrics.standard:MeanSquaredError",
     "demographic_parity_gap": "components.metrics.fairness:DemographicParityGap",
     "equal_opportunity_gap": "components.metrics.fairness:EqualOpportunityGap",
+    "fvu": "components.metrics.reconstruction:FractionOfVarianceUnexplained",
 })
 
 # A lightning.pytorch.Callback built with the spec's arguments.
@@ -194,6 +202,8 @@ TASKS = Registry("task", {
     "loss_profile": "components.tasks.profiling:LossProfile",
     "posthoc_analysis": "components.tasks.posthoc:PosthocAnalysis",
     "minimax": "components.tasks.minimax:Minimax",
+    "language_modeling": "components.tasks.language_modeling:LanguageModeling",
+    "sae_training": "components.tasks.sae_training:SAETraining",
 }, runtime=("model", "loss", "optimizer", "scheduler", "metrics"))
 
 # Spec section -> the table its component node (or list of nodes) resolves in.

@@ -92,6 +92,12 @@ def _non_decreasing(xs: list[float], slack: float = 0.0) -> bool:
     return all(b >= a - slack for a, b in zip(xs, xs[1:]))
 
 
+def _data_constrained_r2(unique: list[float], total: list[float], values: list[float]) -> float:
+    from components.fit.data_constrained import data_constrained_r2
+
+    return data_constrained_r2(unique, total, values)
+
+
 # name -> (function, one-line description); the only callables a check can use.
 FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
     "abs": (abs, "absolute value"),
@@ -106,6 +112,8 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
     "r2": (_r2, "R^2 of the least-squares line"),
     "non_increasing": (_non_increasing, "each value <= the previous + slack"),
     "non_decreasing": (_non_decreasing, "each value >= the previous - slack"),
+    "data_constrained_r2": (_data_constrained_r2, "R^2 of FVU = E + A (D'(U,T;R*)/T)^-alpha (Muennighoff's "
+                            "effective data) fitted over unique-data sizes U at budget T"),
     "column": (None, "column(sweep, 'metric'): the metric of every trial, in trial order"),
     "param": (None, "param(sweep, 'key'): the swept value of every trial, in trial order"),
 }

@@ -55,7 +55,7 @@ def test_checks(check: str, passed: bool) -> None:
     [
         ("a.metrics", "'a.metrics' is not allowed in a check (Attribute)"),
         ("__import__('os')", "unknown function call '__import__('os')'. Functions: abs, min, max, mean, log, sqrt, "
-                             "len, slope, loglog_slope, r2, non_increasing, non_decreasing, column, param"),
+                             "len, slope, loglog_slope, r2, non_increasing, non_decreasing, data_constrained_r2, column, param"),
         ("aa['test/acc'] > 0", "unknown run 'aa'. Did you mean 'a'?"),
         ("a['test/acc'] > > 1", "invalid check syntax at column 17: invalid syntax"),
         ("[x for x in a]", "'[x for x in a]' is not allowed in a check (ListComp)"),

@@ -1,0 +1,1 @@
+"""Curve fits over sweep results (scaling laws)."""

@@ -1,0 +1,66 @@
+"""A pretrained causal LM read from a local Hugging Face checkpoint folder (no hub access).
+
+For paper-scale runs of `sae_replay` (Llama-3.1-8B, Qwen3): the frozen model whose residual
+stream the SAEs read. The weights are loaded by `transformers` from a local folder
+(`config.json` + safetensors) named by `path` or an environment variable; with the folder or the
+package missing, construction fails at once and says which. Nothing is downloaded
+(`local_files_only=True`).
+
+Sites: the wrapped model is `lm`, so the residual stream after decoder layer i is
+`lm.model.layers.<i>` (Llama, Qwen2/3 layouts).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import torch
+from torch import nn
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+class PretrainedCausalLM(nn.Module):
+    """Token ids (B, L) -> logits (B, L, V) of a local Hugging Face causal LM, kept frozen.
+
+    Args:
+        path: The checkpoint folder (with config.json); None reads the variable named by `env`.
+        env: Environment variable holding the folder when `path` is None.
+        dtype: Weight dtype.
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        env: str = "EXPSPEC_LM_DIR",
+        dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16",
+    ) -> None:
+        super().__init__()
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got '{dtype}'")
+        folder = path or os.environ.get(env)
+        if not folder or not (Path(folder) / "config.json").is_file():
+            where = f"model.path = {path}" if path else f"${env} = {os.environ.get(env) or '(unset)'}"
+            raise FileNotFoundError(
+                f"pretrained_causal_lm: no local checkpoint ({where}; a folder with config.json and "
+                f"safetensors weights is needed). Put the weights there and set model.path or ${env}. "
+                f"Nothing is downloaded."
+            )
+        try:
+            import transformers
+            from transformers import AutoModelForCausalLM
+        except ImportError as error:
+            raise ImportError(
+                f"pretrained_causal_lm needs the 'transformers' package to load {folder}: pip install transformers"
+            ) from error
+        self.path = folder
+        # transformers >= 4.56 names the argument `dtype` (`torch_dtype` before, deprecated in 5).
+        major, minor = (int(p) for p in transformers.__version__.split(".")[:2])
+        key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+        self.lm = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **{key: DTYPES[dtype]})
+        self.lm.requires_grad_(False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lm(input_ids=x).logits

@@ -1,0 +1,61 @@
+"""Language modeling: next-token prediction over sequences, as classification at every position.
+
+The model maps token ids (B, L) to logits (B, L, V); the task flattens positions into the batch,
+so outputs (B*L, V) and batch["y"] (B*L,) reach the loss and metrics exactly as in
+`classification` (`cross_entropy`, `accuracy`, ... apply unchanged). Besides `<stage>/loss` it logs
+`<stage>/bits_per_token` (cross-entropy in bits, whatever the loss) for val and test.
+
+Stage one of `sae_replay` (specs/sae_replay/): the tiny character LM whose activations the SAEs
+are trained on.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from components.tasks.supervised import Supervised
+
+
+class LanguageModeling(Supervised):
+    """Next-token prediction: batches {"x": ids (B, L), "y": next ids (B, L)}; the model's
+    `vocab_size` must equal the data's, and its `max_len` cover the data's `seq_len`.
+
+    Args: as `classification` (model, loss, optimizer, scheduler, metrics, train_metrics).
+    """
+
+    @staticmethod
+    def check_data(info: dict[str, int], model_args: dict[str, Any]) -> list[tuple[str, str]]:
+        problems = []
+        vocab, model_vocab = info.get("vocab_size"), model_args.get("vocab_size")
+        if vocab is None:
+            problems.append(("vocab_size", "the data reports no vocab_size (not a token data module)"))
+        elif model_vocab is not None and model_vocab != vocab:
+            problems.append(("vocab_size", f"is {model_vocab} but the data has vocab_size = {vocab}"))
+        seq_len, max_len = info.get("seq_len"), model_args.get("max_len")
+        if seq_len is not None and max_len is not None and max_len < seq_len:
+            problems.append(("max_len", f"is {max_len} but the data has seq_len = {seq_len}"))
+        return problems
+
+    def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
+        logits = self.model(batch["x"])
+        if logits.ndim != 3:
+            raise ValueError(f"language_modeling: the model must return logits (B, L, V), got {tuple(logits.shape)}")
+        flat = logits.reshape(-1, logits.shape[-1])
+        flat_batch = {**batch, "y": batch["y"].reshape(-1)}
+        loss = self.loss(flat, flat_batch)
+        size = len(batch["x"])
+        if stage == "train":
+            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=size)
+        else:
+            self.log(f"{stage}/loss", loss, on_epoch=True, prog_bar=stage == "val", batch_size=size, sync_dist=True)
+            bits = F.cross_entropy(flat.detach(), flat_batch["y"]) / math.log(2)
+            self.log(f"{stage}/bits_per_token", bits, on_epoch=True, batch_size=size, sync_dist=True)
+        if f"{stage}_metrics" in self.stage_metrics:
+            for name, metric in self.stage_metrics[f"{stage}_metrics"].items():
+                metric.update(flat.detach(), flat_batch)
+                self.log(f"{stage}/{name}", metric, on_step=False, on_epoch=True, batch_size=size)
+        return loss

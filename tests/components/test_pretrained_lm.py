@@ -1,0 +1,31 @@
+"""pretrained_causal_lm: a clear error without weights; a tiny local Llama loads and is readable."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from components.models.pretrained_lm import PretrainedCausalLM
+
+
+def test_missing_folder_names_the_variable(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("MY_LM_DIR", raising=False)
+    with pytest.raises(FileNotFoundError, match=r"no local checkpoint \(\$MY_LM_DIR = \(unset\);.*Nothing is downloaded"):
+        PretrainedCausalLM(env="MY_LM_DIR")
+    with pytest.raises(FileNotFoundError, match=r"model.path = /nonexistent"):
+        PretrainedCausalLM(path="/nonexistent")
+
+
+def test_tiny_random_llama_from_a_local_folder(tmp_path: Path):
+    transformers = pytest.importorskip("transformers")
+    from components.models.sae import TopKSAE
+    from components.tasks.sae_training import SAETraining
+
+    config = transformers.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    model = PretrainedCausalLM(path=str(tmp_path), dtype="float32")
+    x = torch.randint(0, 50, (2, 8))
+    assert model(x).shape == (2, 8, 50)
+    task = SAETraining(TopKSAE(16, 32, 2), torch.optim.Adam, model=model, site="lm.model.layers.0", skip_positions=1)
+    assert task.activations({"x": x}).shape == (14, 16)
