@@ -4,7 +4,10 @@ Each configuration runs the same sweep (tiny cvm_fairness spec, `--trials` value
 `--steps` optimizer steps each) into its own fresh MLflow store and cache, so nothing is skipped.
 Trials are separate processes; with N jobs each trial gets cores // N torch threads. Printed:
 wall time per configuration, trials per minute, and the throughput ratio (N jobs / 1 job).
-Ratios are the result; absolute times depend on the machine and its load.
+Ratios are the result; absolute times depend on the machine and its load. An untimed one-trial
+sweep runs first so that cold imports and file caches are not billed to the first configuration.
+With 1 job a trial gets all cores as torch threads; small models gain little from them, so on
+such trials the ratio can exceed the number of jobs.
 
     python benchmarks/sweep_throughput.py [--trials 4] [--steps 300] [--jobs 2]
 """
@@ -51,6 +54,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     print(f"{args.trials} trials x {args.steps} steps, {os.cpu_count()} cores")
+    timed_sweep(1, 1, 10)  # warm-up, untimed: first imports and file caches would bill the first configuration
     times = {jobs: timed_sweep(jobs, args.trials, args.steps) for jobs in (1, args.jobs)}
     for jobs, seconds in times.items():
         print(f"  jobs={jobs}: {seconds:7.1f} s   {60 * args.trials / seconds:6.2f} trials/min")
