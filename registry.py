@@ -101,6 +101,8 @@ MODELS = Registry("model", {
     "topk_sae": "components.models.sae:TopKSAE",
     "batchtopk_sae": "components.models.sae:BatchTopKSAE",
     "pretrained_causal_lm": "components.models.pretrained_lm:PretrainedCausalLM",
+    "tiny_token_unet": "components.diffusion.tiny:TinyTokenUNet",
+    "diffusers_pipeline": "components.diffusion.pipelines:DiffusersPipeline",
 })
 
 # A LightningDataModule built with the spec's arguments; batches are dicts of tensors
@@ -120,6 +122,8 @@ DATA = Registry("data module", {
     "char_text": "components.data.text:CharText",
     "token_file": "components.data.text:TokenFile",
     "activation_buffer": "components.data.activations:ActivationBuffer",
+    "digit_defects": "components.data.digit_defects:DigitDefects",
+    "prompt_set": "components.data.prompts:PromptSet",
 })
 
 # nn.Module built with the spec's arguments (every loss takes `weight`, default 1.0);
@@ -157,6 +161,11 @@ METRICS = Registry("metric", {
     "demographic_parity_gap": "components.metrics.fairness:DemographicParityGap",
     "equal_opportunity_gap": "components.metrics.fairness:EqualOpportunityGap",
     "fvu": "components.metrics.reconstruction:FractionOfVarianceUnexplained",
+    "nfe": "components.metrics.sampling:NFE",
+    "verifier_score": "components.metrics.sampling:VerifierScore",
+    "outside_mask_change": "components.metrics.sampling:OutsideMaskChange",
+    "mask_iou": "components.metrics.sampling:MaskIoU",
+    "random_mask_iou": "components.metrics.sampling:RandomMaskIoU",
 })
 
 # A lightning.pytorch.Callback built with the spec's arguments.
@@ -193,6 +202,27 @@ MINIMAX_ALGORITHMS = Registry("minimax algorithm", {
     "perturbed_sogda": "components.optim.minimax:PerturbedOptimisticGDA",
 })
 
+# Nested in a sampling task's `sampler:`: called as sampler(model, batch) -> outputs dict ("images"
+# (B, C, H, W) in [0, 1], "scores", "nfe", "masks", ...); contract in components/diffusion/sampling.py.
+SAMPLERS = Registry("sampler", {
+    "best_of_n": "components.diffusion.sampling:BestOfN",
+    "lotts": "components.diffusion.sampling:LoTTS",
+    "localization_probe": "components.diffusion.sampling:LocalizationProbe",
+})
+
+# Nested in a sampler's `verifier:`: called as verifier(images, prompts) -> (B,) scores, higher better.
+VERIFIERS = Registry("verifier", {
+    "tiny_digit_verifier": "components.diffusion.verifiers:TinyDigitVerifier",
+    "image_reward": "components.diffusion.verifiers:ImageRewardVerifier",
+    "hpsv2": "components.diffusion.verifiers:HPSv2Verifier",
+    "pixel_contrast": "components.diffusion.verifiers:PixelContrast",
+})
+
+# Nested in a sampler's `localizer:`: turns recorded attention maps into a (B, 1, h, w) defect mask.
+LOCALIZERS = Registry("localizer", {
+    "quality_contrast": "components.diffusion.localize:QualityContrastLocalizer",
+})
+
 # A LightningModule built with the spec's `task:` arguments plus the built sections, passed by the
 # builder as model=, loss=, optimizer= (factory), scheduler= (factory or None), metrics= (dict) -- each
 # only if the task's signature names it; a spec section the task does not take is an error.
@@ -204,6 +234,8 @@ TASKS = Registry("task", {
     "minimax": "components.tasks.minimax:Minimax",
     "language_modeling": "components.tasks.language_modeling:LanguageModeling",
     "sae_training": "components.tasks.sae_training:SAETraining",
+    "diffusion_training": "components.tasks.diffusion:DiffusionTraining",
+    "sampling": "components.tasks.diffusion:Sampling",
 }, runtime=("model", "loss", "optimizer", "scheduler", "metrics"))
 
 # Spec section -> the table its component node (or list of nodes) resolves in.
@@ -219,4 +251,7 @@ KINDS: dict[str, Registry] = {
     "analyses": ANALYSES,
     "problems": PROBLEMS,
     "minimax_algorithms": MINIMAX_ALGORITHMS,
+    "samplers": SAMPLERS,
+    "verifiers": VERIFIERS,
+    "localizers": LOCALIZERS,
 }

@@ -26,6 +26,14 @@ def tracked(store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return store
 
 
+@pytest.fixture(scope="session")
+def upstream_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One result cache for spec runs that start from another spec's output (`init: {spec: ...}`,
+    e.g. lotts' tiny samplers from tiny_pretrain.yaml): the upstream spec trains in full once per
+    test session and is then reused by its hash, as on a user's machine. Point EXPSPEC_CACHE_DIR here."""
+    return tmp_path_factory.mktemp("upstream-cache")
+
+
 def write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text)

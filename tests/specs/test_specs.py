@@ -62,7 +62,8 @@ def load_file_extends(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("path", TINY, ids=_id)
-def test_tiny_spec_runs(path: Path, tracked: str) -> None:
+def test_tiny_spec_runs(path: Path, tracked: str, upstream_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXPSPEC_CACHE_DIR", str(upstream_cache))
     result = run(path, SHORT)
     assert MlflowClient(tracked).get_run(result.run_id).info.status == "FINISHED"
     assert result.metrics and all(math.isfinite(v) for v in result.metrics.values())
