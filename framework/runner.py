@@ -229,9 +229,11 @@ def run_unit(
     from framework.tracking import Tracker
 
     _quiet_lightning()
+    # The upstream spec of `init: {spec}` may run here first, in this process: threads and seed
+    # are set after it, so a run draws the same random numbers whether its upstream was cached or not.
+    checkpoint = _resolve_init(unit, init_checkpoint)
     torch.set_num_threads(operative["hardware"]["threads"])
     L.seed_everything(operative["seed"], workers=True, verbose=False)
-    checkpoint = _resolve_init(unit, init_checkpoint)
 
     rank_zero = is_rank_zero()
     tracker = Tracker(operative, unit.loaded.source, unit_hash, overrides, parent_run_id) if rank_zero else None
