@@ -23,8 +23,11 @@ EPOCHS = ["trainer.max_steps=-1", "trainer.max_epochs=25", "trainer.limit_val_ba
 def _kill_after_checkpoint(runs: Path, min_epoch: int, exclude: tuple[str, ...] = (), timeout: float = 240.0,
                            sig: int = signal.SIGKILL) -> str:
     """Start `exp run` in a subprocess, signal it once an epoch >= min_epoch is checkpointed."""
+    # SIGINT back to its default in the child: under a shell's background job (`.ci/run &`) it is
+    # inherited as ignored, and Python then never turns Ctrl-C into KeyboardInterrupt.
     process = subprocess.Popen([sys.executable, "-m", "framework.cli", "run", str(TINY), *EPOCHS],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
