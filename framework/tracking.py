@@ -4,13 +4,17 @@ metrics through Lightning's MLflow logger with `stage/name` keys.
 
 The runner owns the run's lifecycle: it creates the run before building anything and always ends
 it, FINISHED, FAILED (the error text logged as a tag and as error.txt) or KILLED (Ctrl-C), so no
-run is ever left RUNNING by an exception.
+run is ever left RUNNING by an exception. A process killed outright (SIGKILL, the out-of-memory
+killer) cannot say so: every run records its host and process id, and the next run started in
+the same experiment on that host marks such an orphan KILLED (`reap_orphans`); `exp resume` still
+continues it from its last checkpoint.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import os
+import socket
 import subprocess
 import traceback
 from pathlib import Path
@@ -27,6 +31,21 @@ _MAX_PARAM = 6000  # MLflow's limit on a param value's length
 def tracking_uri(operative: dict[str, Any]) -> str:
     """`tracking.uri`, else MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working directory."""
     return operative["tracking"]["uri"] or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
+def process_tags() -> dict[str, str]:
+    """Where this run lives: host and process id (for `Tracker.reap_orphans`)."""
+    return {"expspec.host": socket.gethostname(), "expspec.pid": str(os.getpid())}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, str]:
@@ -102,11 +121,30 @@ class Tracker:
         self.run_id: str | None = None
 
     def attach(self, run_id: str) -> str:
-        """Continue an existing run (resume): it is RUNNING again until `finish`."""
+        """Continue an existing run (resume): it is RUNNING again, in this process, until `finish`."""
         self.run_id = run_id
         self.client.update_run(run_id, status="RUNNING")
         self.client.set_tag(run_id, "expspec.resumed", "true")
+        for key, value in process_tags().items():
+            self.client.set_tag(run_id, key, value)
         return run_id
+
+    def reap_orphans(self, experiment_id: str) -> list[str]:
+        """Mark KILLED the RUNNING runs of this experiment whose process, on this host, is gone."""
+        host = socket.gethostname()
+        orphans = []
+        for run in self.client.search_runs([experiment_id], "attributes.status = 'RUNNING'", max_results=1000):
+            tags = run.data.tags
+            if tags.get("expspec.host") != host or not tags.get("expspec.pid", "").isdigit():
+                continue  # another machine's run, or one from before these tags: cannot tell
+            if _alive(int(tags["expspec.pid"])):
+                continue
+            run_id = run.info.run_id
+            self.client.set_tag(run_id, "expspec.error", f"process {tags['expspec.pid']} on {host} ended without "
+                                f"closing the run (SIGKILL or out of memory); `exp resume {run_id}` continues it")
+            self.client.set_terminated(run_id, "KILLED")
+            orphans.append(run_id)
+        return orphans
 
     def _experiment_id(self, name: str) -> str:
         experiment = self.client.get_experiment_by_name(name)
@@ -133,6 +171,7 @@ class Tracker:
             "expspec.spec_hash": self.spec_hash,
             "expspec.overrides": " ".join(self.overrides),
             **{f"expspec.version.{k}": v for k, v in package_versions().items()},
+            **process_tags(),
             **self.extra_tags,
         }
         if self.parent_run_id:
@@ -145,7 +184,9 @@ class Tracker:
         if state:
             tags["mlflow.source.git.commit"], dirty = state
             tags["expspec.git_dirty"] = str(dirty).lower()
-        run = self.client.create_run(self._experiment_id(op["paper"]), run_name=run_name, tags=tags)
+        experiment_id = self._experiment_id(op["paper"])
+        self.reap_orphans(experiment_id)
+        run = self.client.create_run(experiment_id, run_name=run_name, tags=tags)
         self.run_id = run.info.run_id
         params = [Param(k, v[:_MAX_PARAM]) for k, v in flatten(op).items()] if log_params else []
         for start in range(0, len(params), 100):

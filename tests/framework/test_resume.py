@@ -84,3 +84,18 @@ def test_ctrl_c_and_sigterm_mark_the_run_killed(tracked: str, tmp_path: Path) ->
         run_id = _kill_after_checkpoint(tmp_path / "runs", min_epoch=1, sig=sig,
                                         exclude=tuple(p.parent.name for p in (tmp_path / "runs").glob("*/*/checkpoints")))
         assert client.get_run(run_id).info.status == "KILLED", signal.Signals(sig).name
+
+
+def test_next_run_marks_a_sigkilled_run_killed(tracked: str, tmp_path: Path) -> None:
+    """SIGKILL (or the out-of-memory killer) leaves a run RUNNING; the next run started in the same
+    experiment on this host sees its process is gone and marks it KILLED, and it can still resume."""
+    orphan = _kill_after_checkpoint(tmp_path / "runs", min_epoch=1)
+    client = MlflowClient(tracked)
+    assert client.get_run(orphan).info.status == "RUNNING"
+    live = run(TINY, ["trainer.max_steps=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"])
+    assert client.get_run(live.run_id).info.status == "FINISHED"
+    reaped = client.get_run(orphan)
+    assert reaped.info.status == "KILLED" and reaped.info.end_time is not None
+    assert f"exp resume {orphan}" in reaped.data.tags["expspec.error"]
+    assert resume(orphan).run_id == orphan
+    assert client.get_run(orphan).info.status == "FINISHED"
