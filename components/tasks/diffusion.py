@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from components.kinds import Kind
+from components.tasks.supervised import optimizers_config
 
 Sampler = Annotated[Any, Kind("samplers")]
 
@@ -79,14 +80,7 @@ class DiffusionTraining(L.LightningModule):
         self.log("test/loss", self._loss(batch), on_epoch=True, batch_size=len(batch["x"]), sync_dist=True)
 
     def configure_optimizers(self) -> Any:
-        optimizer = self.optimizer_factory(self.parameters())
-        if self.scheduler_factory is None:
-            return optimizer
-        from components.tasks.supervised import scheduler_interval
-
-        interval = scheduler_interval(self.scheduler_factory)
-        total = int(self.trainer.estimated_stepping_batches) if interval == "step" else int(self.trainer.max_epochs or 1)
-        return {"optimizer": optimizer, "lr_scheduler": self.scheduler_factory(optimizer, total_steps=total)}
+        return optimizers_config(self, self.optimizer_factory, self.scheduler_factory)
 
 
 def image_grid(images: torch.Tensor, columns: int = 8, pad: int = 1) -> np.ndarray:

@@ -32,7 +32,7 @@ from torch import nn
 
 from components.kinds import Model
 from components.metrics.reconstruction import FractionOfVarianceUnexplained
-from components.tasks.supervised import scheduler_interval
+from components.tasks.supervised import optimizers_config
 
 
 class _StopForward(Exception):
@@ -206,12 +206,4 @@ class SAETraining(L.LightningModule):
         self._eval_epoch_end("test")
 
     def configure_optimizers(self) -> Any:
-        optimizer = self.optimizer_factory(self.sae.parameters())
-        if self.scheduler_factory is None:
-            return optimizer
-        if scheduler_interval(self.scheduler_factory) == "step":
-            total = int(self.trainer.estimated_stepping_batches)
-        else:
-            total = int(self.trainer.max_epochs or 1)
-        return {"optimizer": optimizer, "lr_scheduler": self.scheduler_factory(optimizer, total_steps=total)}
-
+        return optimizers_config(self, self.optimizer_factory, self.scheduler_factory, self.sae.parameters())
