@@ -15,32 +15,26 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torchmetrics import Metric
+from torchmetrics.aggregation import MaxMetric, MeanMetric
 
 
-class _Mean(Metric):
-    full_state_update = False
+class _Mean(MeanMetric):
+    """torchmetrics' MeanMetric over one sampler output (`key`), or over `values(outputs, batch)`."""
+
     key = ""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.add_state("total", default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
-        self.add_state("count", default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
 
     def values(self, outputs: dict[str, Any], batch: dict[str, Any]) -> torch.Tensor:
         if self.key not in outputs:
             raise KeyError(f"metric {type(self).__name__} needs the sampler output '{self.key}'; got {sorted(outputs)}")
         return torch.as_tensor(outputs[self.key]).flatten()
 
-    def update(self, outputs: dict[str, Any], batch: dict[str, Any]) -> None:
-        values = self.values(outputs, batch).double().to(self.total.device)
-        self.total += values.sum()
-        self.count += values.numel()
+    def update(self, outputs: dict[str, Any], batch: dict[str, Any]) -> None:  # type: ignore[override]
+        super().update(self.values(outputs, batch).float().to(self.device))
 
     def compute(self) -> torch.Tensor:
-        if self.count == 0:
+        if self.weight == 0:  # as components/metrics/standard.py: an error, not a nan that looks like a result
             raise RuntimeError(f"{type(self).__name__}.compute() before any update()")
-        return (self.total / self.count).float()
+        return super().compute()
 
 
 class NFE(_Mean):
@@ -57,23 +51,13 @@ class VerifierScore(_Mean):
     key = "scores"
 
 
-class OutsideMaskChange(Metric):
+class OutsideMaskChange(MaxMetric):
     """Largest absolute change outside the resampling mask (0 = untouched)."""
 
-    full_state_update = False
     higher_is_better = False
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.add_state("value", default=torch.tensor(0.0), dist_reduce_fx="max")
-
-    def update(self, outputs: dict[str, Any], batch: dict[str, Any]) -> None:
-        change = torch.as_tensor(outputs["outside_change"]).float()
-        if change.numel():
-            self.value = torch.maximum(self.value, change.max().to(self.value.device))
-
-    def compute(self) -> torch.Tensor:
-        return self.value
+    def update(self, outputs: dict[str, Any], batch: dict[str, Any]) -> None:  # type: ignore[override]
+        super().update(torch.as_tensor(outputs["outside_change"]).float().to(self.device))
 
 
 def iou(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
