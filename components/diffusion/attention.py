@@ -39,7 +39,6 @@ class AttentionStore:
         self.active = False
         self.sums: dict[tuple[str, int], torch.Tensor] = {}
         self.counts: dict[tuple[str, int], int] = {}
-        self.calls = 0
 
     def attach(self, target: Any) -> None:
         """Put a recording processor on every attention layer of `target` (a diffusers model, or
