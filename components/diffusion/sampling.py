@@ -137,28 +137,30 @@ class BestOfN:
         self.verifier, self.num_samples, self.num_steps = verifier, num_samples, num_steps
         self.guidance_scale, self.quality, self.max_denoiser_calls = guidance_scale, _quality(quality), max_denoiser_calls
 
-    def sample(self, model: Any, prompts: list[str], n: int) -> tuple[torch.Tensor, torch.Tensor, int]:
-        """n full samples per prompt: (latents (P*n, C, H, W), scores (P*n,), steps per sample)."""
+    def sample(self, model: Any, prompts: list[str], n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+        """n full samples per prompt: (latents (P*n, C, H, W), their decoded images, scores (P*n,),
+        steps per sample). Decoded once here: at paper scale a VAE decode is not free."""
         device, dtype = _device_dtype(model)
         cond = model.cond_repeat(model.encode(prompts, self.quality), n)
         x = torch.randn(len(prompts) * n, *model.latent_shape(), device=device, dtype=dtype)
         scheduler = model.sampling_scheduler(self.num_steps)
         x = x * getattr(scheduler, "init_noise_sigma", 1.0)
         x, steps = denoise_loop(model, scheduler, x, cond, 0, self.guidance_scale, max_calls=self.max_denoiser_calls)
-        scores = self.verifier(model.decode(x), [p for p in prompts for _ in range(n)])
-        return x, scores.to(device), steps
+        images = model.decode(x)
+        scores = self.verifier(images, [p for p in prompts for _ in range(n)])
+        return x, images, scores.to(device), steps
 
     @torch.no_grad()
     def __call__(self, model: Any, batch: dict[str, Any]) -> dict[str, Any]:
         prompts = prompts_of(batch)
-        x, scores, steps = self.sample(model, prompts, self.num_samples)
+        _, images, scores, steps = self.sample(model, prompts, self.num_samples)
         best = _best(scores, self.num_samples)
         nfe = self.num_samples * steps * model.calls_per_step(self.guidance_scale)
         return {
-            "images": model.decode(x[best]),
+            "images": images[best],
             "scores": scores[best],
             "nfe": torch.full((len(prompts),), float(nfe)),
-            "initial_images": model.decode(x),
+            "initial_images": images,
         }
 
 
@@ -269,10 +271,10 @@ class LoTTS:
     def __call__(self, model: Any, batch: dict[str, Any]) -> dict[str, Any]:
         prompts = prompts_of(batch)
         calls = model.calls_per_step(self.guidance_scale)
-        x_all, scores_all, steps = self.initial.sample(model, prompts, self.num_initial)
+        x_all, images_all, scores_all, steps = self.initial.sample(model, prompts, self.num_initial)
         best = _best(scores_all, self.num_initial)
-        x, scores = x_all[best], scores_all[best]
-        initial = x.clone()
+        x, images, scores = x_all[best], images_all[best], scores_all[best]
+        initial = images.clone()
         nfe = self.num_initial * steps * calls
         masks = torch.zeros(len(x), 1, *x.shape[-2:], device=x.device)
         outside = torch.zeros(len(x), device=x.device)
@@ -283,18 +285,19 @@ class LoTTS:
             change = ((candidates - x.repeat_interleave(self.num_candidates, 0)).abs()
                       * (1 - mask.repeat_interleave(self.num_candidates, 0))).flatten(1).amax(1)
             outside = torch.maximum(outside, change.view(len(x), -1).amax(1).float())
-            cand_scores = self.verifier(model.decode(candidates), [p for p in prompts for _ in range(self.num_candidates)])
+            cand_images = model.decode(candidates)
+            cand_scores = self.verifier(cand_images, [p for p in prompts for _ in range(self.num_candidates)])
             pool = torch.cat([x[:, None], candidates.view(len(x), self.num_candidates, *x.shape[1:])], 1)
+            pool_images = torch.cat([images[:, None], cand_images.view(len(x), self.num_candidates, *images.shape[1:])], 1)
             pool_scores = torch.cat([scores[:, None], cand_scores.to(scores).view(len(x), -1)], 1)
-            pick = pool_scores.argmax(1)
-            x = pool[torch.arange(len(x)), pick]
-            scores = pool_scores[torch.arange(len(x)), pick]
+            pick, rows = pool_scores.argmax(1), torch.arange(len(x))
+            x, images, scores = pool[rows, pick], pool_images[rows, pick], pool_scores[rows, pick]
             masks = torch.maximum(masks, mask.float())
         return {
-            "images": model.decode(x),
+            "images": images,
             "scores": scores,
             "nfe": torch.full((len(prompts),), float(nfe)),
-            "initial_images": model.decode(initial),
+            "initial_images": initial,
             "initial_scores": scores_all[best],
             "masks": masks,
             "outside_change": outside,
