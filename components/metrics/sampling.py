@@ -23,6 +23,9 @@ class _Mean(MeanMetric):
 
     key = ""
 
+    def __init__(self) -> None:  # no arguments in a spec (MeanMetric's nan_strategy/kwargs stay internal)
+        super().__init__()
+
     def values(self, outputs: dict[str, Any], batch: dict[str, Any]) -> torch.Tensor:
         if self.key not in outputs:
             raise KeyError(f"metric {type(self).__name__} needs the sampler output '{self.key}'; got {sorted(outputs)}")
@@ -55,6 +58,9 @@ class OutsideMaskChange(MaxMetric):
     """Largest absolute change outside the resampling mask (0 = untouched)."""
 
     higher_is_better = False
+
+    def __init__(self) -> None:  # no arguments in a spec
+        super().__init__()
 
     def update(self, outputs: dict[str, Any], batch: dict[str, Any]) -> None:  # type: ignore[override]
         super().update(torch.as_tensor(outputs["outside_change"]).float().to(self.device))
