@@ -76,7 +76,7 @@ class Builder:
         for field, table in (("loss", "losses"), ("optimizer", "optimizers"), ("scheduler", "schedulers")):
             runtime[field] = self.node(table, operative[field], (field,)) if operative.get(field) else None
         task_node = operative["task"]
-        parameters = inspect.signature(registry.TASKS.load(task_node["type"])).parameters
+        parameters = inspect.signature(registry.KINDS["tasks"].load(task_node["type"])).parameters
         missing = [k for k, p in parameters.items()
                    if k in runtime and runtime[k] is None and p.default is p.empty]
         if data is None and "fit" in operative["phases"]:
@@ -107,7 +107,7 @@ class Builder:
         for key in ("in_features", "in_channels"):
             if key in info and key in model_args and model_args[key] != info[key]:
                 problems.append((key, f"is {model_args[key]} but the data has {key} = {info[key]}"))
-        task_cls = registry.TASKS.load(operative["task"]["type"])
+        task_cls = registry.KINDS["tasks"].load(operative["task"]["type"])
         check = getattr(task_cls, "check_data", None)
         if check:
             problems += check(info, model_args)

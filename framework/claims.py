@@ -93,7 +93,7 @@ def _non_decreasing(xs: list[float], slack: float = 0.0) -> bool:
 
 
 def _data_constrained_r2(unique: list[float], total: list[float], values: list[float]) -> float:
-    from components.fit.data_constrained import data_constrained_r2
+    from components.sae.laws import data_constrained_r2
 
     return data_constrained_r2(unique, total, values)
 

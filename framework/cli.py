@@ -9,7 +9,7 @@
     exp show SPEC [key.path=value ...]    the operative spec (extends, overrides, defaults)
     exp list [KIND]                       registered components
     exp explain NAME                      a component's arguments, docstring and source location
-    exp schema [--check]                  write (or check) framework/spec.schema.json
+    exp schema [--check] [--plugins -o F] write (or check) framework/spec.schema.json
 
 Exit codes: 0 ok, 1 a run or check failed, 2 a spec error.
 """
@@ -166,52 +166,56 @@ def cmd_list(args: argparse.Namespace) -> int:
     tables = [_kind_table(args.kind)] if args.kind else list(registry.KINDS)
     for table in tables:
         reg = registry.KINDS[table]
-        print(f"{table}:")
+        print(f"{table}:  ({reg.contract})" if args.kind and reg.contract else f"{table}:")
         for name in reg.names():
-            print(f"  {name:28s} {reg.target(name)}")
+            print(f"  {name:28s} {reg.target(name):62s} from {reg.origin_of(name)}")
     return 0
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    import inspect
-
+    """Arguments, defaults, docstring and file:line of a component, read from the committed schema
+    and the source file: no component is imported (a plugin's entry missing from the committed
+    schema is read from its live signature instead, which imports it)."""
     import registry
-    from framework.schema import LiveSchemas
-    from framework.validate import describe
+    from framework.schema import CommittedSchemas, LiveSchemas
+    from framework.sources import locate
 
     kind, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
     tables = [_kind_table(kind)] if kind else [t for t, r in registry.KINDS.items() if name in r]
     if not tables:
-        import difflib
-
         every = sorted({n for r in registry.KINDS.values() for n in r.names()})
-        match = difflib.get_close_matches(name, every, n=1)
+        match = registry.close_matches(name, every)
         hint = f" Did you mean '{match[0]}'?" if match else " See `exp list`."
         print(f"error: no component named '{name}'.{hint}", file=sys.stderr)
         return EXIT_SPEC
-    schemas = LiveSchemas()
+    committed = CommittedSchemas()
     for table in tables:
         reg = registry.KINDS[table]
-        schema = schemas.component(table, name)
-        target = reg.load(name)
-        try:
-            source = f"{inspect.getsourcefile(target)}:{inspect.getsourcelines(target)[1]}"
-        except (TypeError, OSError):
-            source = "<unknown>"
-        print(f"{reg.kind} '{name}'  ->  {reg.target(name)}  ({source})")
+        source = locate(reg.target(name))
+        where = f"{source.file}:{source.line}" if source else "<unknown>"
+        print(f"{reg.kind} '{name}'  ->  {reg.target(name)}  ({where}; from {reg.origin_of(name)})")
         if reg.runtime:
             print(f"  supplied at run time: {', '.join(reg.runtime)}")
-        print("  arguments:")
-        for key, prop in schema["properties"].items():
-            if key == "type":
-                continue
-            need = "required" if key in schema["required"] else f"default {prop.get('default', '<none>')!r}"
-            print(f"    {key:26s} {describe({k: v for k, v in prop.items() if k != 'default'})}  [{need}]")
-        doc = inspect.getdoc(target)
+        schema = None
+        if reg.in_specs:
+            schema = committed.defs.get(f"{table}.{name}") or LiveSchemas().component(table, name)
+            _print_arguments(schema)
+        doc = source.doc if source and source.doc else (schema or {}).get("description", "")
         if doc:
             print("\n" + "\n".join(f"  {line}" for line in doc.splitlines()))
         print()
     return 0
+
+
+def _print_arguments(schema: dict) -> None:
+    from framework.validate import describe
+
+    print("  arguments:")
+    for key, prop in schema["properties"].items():
+        if key == "type":
+            continue
+        need = "required" if key in schema["required"] else f"default {prop.get('default', '<none>')!r}"
+        print(f"    {key:26s} {describe({k: v for k, v in prop.items() if k != 'default'})}  [{need}]")
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -220,7 +224,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from framework.schema import SCHEMA_PATH, build_schema
 
     path = Path(args.output) if args.output else SCHEMA_PATH
-    text = json.dumps(build_schema(), indent=1) + "\n"
+    text = json.dumps(build_schema(plugins=args.plugins), indent=1) + "\n"
     if args.check:
         if not path.is_file() or path.read_text() != text:
             print(f"{path} is stale: run `exp schema` and commit it", file=sys.stderr)
@@ -278,6 +282,8 @@ def parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("schema", help="write the JSON Schema of specs")
     sc.add_argument("--check", action="store_true", help="exit 1 if the written schema is stale")
     sc.add_argument("-o", "--output")
+    sc.add_argument("--plugins", action="store_true",
+                    help="include installed plugins' components (for an editor; never in the committed file)")
     sc.set_defaults(func=cmd_schema)
     return p
 

@@ -165,8 +165,15 @@ def _replace_placeholders(value: Any) -> Any:
     return value
 
 
-def build_schema() -> dict[str, Any]:
-    """The whole spec schema (imports every registered component)."""
+def is_plugin(table: str, name: str) -> bool:
+    """Whether an entry comes from an installed plugin (see registry.py), not from this repository."""
+    return registry.KINDS[table].origin_of(name).startswith("plugin ")
+
+
+def build_schema(plugins: bool = False) -> dict[str, Any]:
+    """The whole spec schema (imports every registered component). The committed file holds this
+    repository's components only (`plugins=False`), so that it does not depend on what a machine
+    has installed; `exp schema --plugins -o FILE` writes one for an editor that also knows them."""
     from framework.spec import Spec
 
     schema = _replace_placeholders(Spec.model_json_schema())
@@ -185,7 +192,9 @@ def build_schema() -> dict[str, Any]:
     schema["required"] = ["name", "paper"]
     defs = schema.setdefault("$defs", {})
     for table, reg in registry.KINDS.items():
-        names = reg.names()
+        if not reg.in_specs:
+            continue
+        names = [n for n in reg.names() if plugins or not is_plugin(table, n)]
         defs[f"node.{table}"] = node_definition(table, names)
         for name in names:
             defs[f"{table}.{name}"] = component_schema(table, name)
@@ -198,20 +207,25 @@ def write_schema(path: pathlib.Path = SCHEMA_PATH) -> pathlib.Path:
 
 
 class CommittedSchemas:
-    """Component schemas read from the committed JSON file: no torch import."""
+    """Component schemas read from the committed JSON file: no torch import. An installed plugin's
+    components are not in that file; their schemas come from their live signatures (which imports
+    the plugin's module, and whatever it imports)."""
 
     def __init__(self, path: pathlib.Path = SCHEMA_PATH) -> None:
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing; run `exp schema` to write it")
         self.defs: dict[str, Any] = json.loads(path.read_text())["$defs"]
+        self._live = LiveSchemas()
 
     def names(self, table: str) -> list[str]:
-        return list(self.defs[f"node.{table}"]["properties"]["type"]["enum"])
+        return registry.KINDS[table].names()
 
     def component(self, table: str, name: str) -> dict[str, Any]:
         key = f"{table}.{name}"
         if key not in self.defs:
             registry.KINDS[table].target(name)  # raises UnknownComponent with close matches
+            if is_plugin(table, name):
+                return self._live.component(table, name)
             raise LookupError(
                 f"{registry.KINDS[table].kind} '{name}' is registered but missing from "
                 f"{SCHEMA_PATH.name}; run `exp schema` to regenerate it"

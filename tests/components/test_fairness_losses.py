@@ -1,9 +1,9 @@
-"""Tests for components/losses/fairness.py (CvM dependence penalty and the HSIC baseline)."""
+"""Tests for components/fairness/losses.py (CvM dependence penalty and the HSIC baseline)."""
 
 import pytest
 import torch
 
-from components.losses.fairness import HSIC, CvMDependence, cvm_index
+from components.fairness.losses import HSIC, CvMDependence, cvm_index
 
 
 def _batch(size: int, dependence: float, seed: int = 0):

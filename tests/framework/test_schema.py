@@ -32,7 +32,7 @@ from framework.schema import SCHEMA_PATH, _NO_JSON, build_schema, type_schema
         (object, _NO_JSON),
         (float | object, {"type": "number"}),
     ],
-    ids=lambda v: str(v)[:30],
+    ids=lambda v: "no-json" if v is _NO_JSON else str(v)[:30],
 )
 def test_type_schema(annotation: Any, schema: Any) -> None:
     assert type_schema(annotation) == schema

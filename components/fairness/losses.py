@@ -17,7 +17,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from components.ops.soft_rank import hard_rank, soft_rank
+from components.fairness.soft_rank import hard_rank, soft_rank
 
 
 def binary_score(outputs: Tensor, name: str) -> Tensor:
