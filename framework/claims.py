@@ -305,7 +305,8 @@ def obtain_all(claims: ClaimsFile, folder: Path, fresh: bool, jobs: int, echo: A
     """alias -> RunResult, or a list of trial results (with `.values`) for a sweep spec."""
     from framework.loader import load_spec
     from framework.plan import expand_sweep
-    from framework.runner import RunResult, _client, obtain
+    from framework.runner import RunResult, obtain
+    from framework.tracking import client
     from framework.sweep import FINISHED, SKIPPED, run_sweep
 
     results: dict[str, Any] = {}
@@ -320,7 +321,7 @@ def obtain_all(claims: ClaimsFile, folder: Path, fresh: bool, jobs: int, echo: A
             for outcome in sweep.outcomes:
                 metrics = outcome.metrics
                 if outcome.status == SKIPPED:
-                    metrics = dict(_client(None).get_run(outcome.run_id).data.metrics)
+                    metrics = dict(client().get_run(outcome.run_id).data.metrics)
                 assert outcome.status in (FINISHED, SKIPPED)
                 result = RunResult(run_id=outcome.run_id, metrics=metrics)
                 result.values = outcome.trial.values  # type: ignore[attr-defined]
