@@ -3,7 +3,7 @@
     exp run SPEC [key.path=value ...]     train/evaluate, tracked in MLflow
     exp sweep SPEC [--jobs N] [--fail-fast]   the spec's sweep trials under one parent run
     exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
-    exp reproduce specs/<paper>/           run what the paper's claims need, check them
+    exp reproduce specs/<paper>/ [--full]  run what the paper's claims need, check them
     exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
     exp validate PATH ...                 structure and component arguments; never imports torch
     exp show SPEC [key.path=value ...]    the operative spec (extends, overrides, defaults)
@@ -132,8 +132,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from framework.claims import reproduce
 
-    outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs)
-    return 0 if all(o.passed for o in outcomes) else EXIT_FAILED
+    outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs,
+                         full=args.full)
+    return EXIT_FAILED if any(o.failed for o in outcomes) else 0
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -250,6 +251,8 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("folder", help="a paper folder with claims.yaml, e.g. specs/cvm_fairness/")
     rp.add_argument("--fresh", action="store_true", help="run everything again (default: reuse finished runs)")
     rp.add_argument("--write-readme", action="store_true", help="rewrite the claims table in the README")
+    rp.add_argument("--full", action="store_true",
+                    help="also the runs and claims marked `tier: full` (default: the default tier only)")
     rp.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel sweep trials")
     rp.set_defaults(func=cmd_reproduce)
     for name, func, text in (("resume", cmd_resume, "continue a killed run from its last checkpoint"),

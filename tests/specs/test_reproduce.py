@@ -22,5 +22,5 @@ def test_every_paper_states_claims() -> None:
 @pytest.mark.parametrize("folder", PAPERS, ids=lambda p: p.name)
 def test_claims_hold(folder: Path, tracked: str) -> None:
     outcomes = reproduce(folder, fresh=True, jobs=2, echo=lambda *_: None)
-    failed = [f"{o.claim.name}: {o.numbers} {o.error}" for o in outcomes if not o.passed]
+    failed = [f"{o.claim.name}: {o.numbers} {o.error}" for o in outcomes if o.failed]
     assert not failed, "\n".join(failed)
