@@ -29,7 +29,7 @@ from framework.errors import Problem, SpecError
 EXIT_FAILED, EXIT_SPEC = 1, 2
 
 
-def _spec_files(paths: list[str]) -> list[Path]:
+def spec_files(paths: list[str]) -> list[Path]:
     """Files named directly, and every `*.yaml` under directories except `_fragments.yaml`
     (fragments are partial specs, validated through the specs that extend them). `claims.yaml`
     files are checked as claims."""
@@ -54,7 +54,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from framework.plan import expand_sweep, validate_plan
     from framework.schema import CommittedSchemas
 
-    files = _spec_files(args.paths)
+    files = spec_files(args.paths)
     if not files:
         print(f"error: no spec files found in {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_SPEC
