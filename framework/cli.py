@@ -151,23 +151,24 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     return 0
 
 
-def _kind_table(kind: str) -> str:
+def _kind(name: str) -> str:
+    """The kind (its key in registry.KINDS, e.g. `models`) named by its plural or singular name."""
     import registry
 
-    for table, reg in registry.KINDS.items():
-        if kind in (table, reg.kind):
-            return table
+    for kind, reg in registry.KINDS.items():
+        if name in (kind, reg.kind):
+            return kind
     choices = ", ".join(registry.KINDS)
-    raise SystemExit(f"error: unknown kind '{kind}'. Kinds: {choices}")
+    raise SystemExit(f"error: unknown kind '{name}'. Kinds: {choices}")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     import registry
 
-    tables = [_kind_table(args.kind)] if args.kind else list(registry.KINDS)
-    for table in tables:
-        reg = registry.KINDS[table]
-        print(f"{table}:")
+    kinds = [_kind(args.kind)] if args.kind else list(registry.KINDS)
+    for kind in kinds:
+        reg = registry.KINDS[kind]
+        print(f"{kind}:")
         for name in reg.names():
             print(f"  {name:28s} {reg.target(name)}")
     return 0
@@ -180,9 +181,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from framework.schema import LiveSchemas
     from framework.validate import describe
 
-    kind, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
-    tables = [_kind_table(kind)] if kind else [t for t, r in registry.KINDS.items() if name in r]
-    if not tables:
+    prefix, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
+    kinds = [_kind(prefix)] if prefix else [k for k, r in registry.KINDS.items() if name in r]
+    if not kinds:
         import difflib
 
         every = sorted({n for r in registry.KINDS.values() for n in r.names()})
@@ -191,9 +192,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"error: no component named '{name}'.{hint}", file=sys.stderr)
         return EXIT_SPEC
     schemas = LiveSchemas()
-    for table in tables:
-        reg = registry.KINDS[table]
-        schema = schemas.component(table, name)
+    for kind in kinds:
+        reg = registry.KINDS[kind]
+        schema = schemas.component(kind, name)
         target = reg.load(name)
         try:
             source = f"{inspect.getsourcefile(target)}:{inspect.getsourcelines(target)[1]}"
