@@ -1,4 +1,4 @@
-"""framework/compare.py: selecting runs, the rendered tables, the plots, and `exp compare` end to end."""
+"""framework/compare/: selecting runs, the rendered tables, the plots, and `exp compare` end to end."""
 
 from __future__ import annotations
 

@@ -25,5 +25,5 @@ def test_claims_hold(folder: Path, tracked: str) -> None:
     # Under pytest-xdist the other worker already uses the second core: sweeps run one trial at a time.
     jobs = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
     outcomes = reproduce(folder, fresh=True, jobs=jobs, echo=lambda *_: None)
-    failed = [f"{o.claim.name}: {o.numbers} {o.error}" for o in outcomes if not o.passed]
+    failed = [f"{o.claim.name}: {o.numbers} {o.error}" for o in outcomes if o.failed]
     assert not failed, "\n".join(failed)
