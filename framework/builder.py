@@ -1,8 +1,10 @@
 """Building: operative spec -> task (LightningModule), data module, callbacks, Trainer.
 
-Nested nodes are built depth first; optimizers and schedulers become factories (functools.partial)
-the task calls with the runtime arguments. A failure keeps its exception type and gains a note
-with the spec location, key path and component (`add_note`), so the CLI can show a one-line error.
+Nested nodes are built depth first, the terms of a weighted mapping as name -> (weight, built
+term) (see `components.kinds.WeightedLosses`); optimizers and schedulers become factories
+(functools.partial) the task calls with the runtime arguments. A failure keeps its exception type
+and gains a note with the spec location, key path and component (`add_note`), so the CLI can show
+a one-line error.
 """
 
 from __future__ import annotations
@@ -46,8 +48,12 @@ class Builder:
                 continue
             nested = _node_ref(schema["properties"].get(key, {}))
             if nested and value is not None:
-                sub_table, many = nested
-                if many:
+                sub_table, shape = nested
+                if shape == "terms":  # name -> (weight, built term); see components.kinds.WeightedLosses
+                    value = {name: (term["weight"], self.node(sub_table, {k: v for k, v in term.items() if k != "weight"},
+                                                              (*path, key, name)))
+                             for name, term in value.items()}
+                elif shape == "list":
                     value = [self.node(sub_table, v, (*path, key, i)) for i, v in enumerate(value)]
                 else:
                     value = self.node(sub_table, value, (*path, key))

@@ -165,10 +165,10 @@ def _kind(name: str) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     import registry
 
-    tables = [_kind(args.kind)] if args.kind else list(registry.KINDS)
-    for table in tables:
-        reg = registry.KINDS[table]
-        print(f"{table}:  ({reg.contract})" if args.kind and reg.contract else f"{table}:")
+    kinds = [_kind(args.kind)] if args.kind else list(registry.KINDS)
+    for kind in kinds:
+        reg = registry.KINDS[kind]
+        print(f"{kind}:  ({reg.contract})" if args.kind and reg.contract else f"{kind}:")
         for name in reg.names():
             print(f"  {name:28s} {reg.target(name):62s} from {reg.origin_of(name)}")
     return 0

@@ -34,6 +34,22 @@ def _kind_table(meta: Any) -> str | None:
     return table if type(meta).__name__ == "Kind" and isinstance(table, str) else None
 
 
+# The weight a term of a weighted mapping (components.kinds.WeightedLosses) may carry.
+TERM_WEIGHT = {"type": "number", "minimum": 0, "default": 1.0,
+               "description": "factor on this term in the sum, >= 0"}
+
+
+def terms_schema(table: str, name_pattern: str) -> dict[str, Any]:
+    """A weighted mapping: term name -> `term.<table>` node (a `<table>` node plus `weight`), or
+    null, which removes a term an `extends:` base defined (see framework.validate)."""
+    return {
+        "type": "object",
+        "minProperties": 1,
+        "propertyNames": {"pattern": name_pattern},
+        "additionalProperties": {"anyOf": [{"$ref": f"#/$defs/term.{table}"}, {"type": "null"}]},
+    }
+
+
 def type_schema(annotation: Any) -> Any:
     """JSON Schema for a Python annotation, or `_NO_JSON`."""
     if annotation is inspect.Parameter.empty or annotation is Any:
@@ -43,6 +59,8 @@ def type_schema(annotation: Any) -> Any:
     if origin is typing.Annotated:
         for meta in annotation.__metadata__:
             table = _kind_table(meta)
+            if table and getattr(meta, "weighted", False):
+                return terms_schema(table, meta.TERM_NAME)
             if table:
                 return {"$ref": f"#/$defs/node.{table}"}
         return type_schema(args[0])
@@ -142,17 +160,40 @@ def component_schema(table: str, name: str) -> dict[str, Any]:
     }
 
 
-def node_definition(table: str, names: list[str]) -> dict[str, Any]:
-    """`node.<table>`: a mapping whose `type` is one of the table's names, then that name's schema."""
+def node_definition(table: str, names: list[str], prefix: str = "") -> dict[str, Any]:
+    """`node.<table>`: a mapping whose `type` is one of the table's names, then that name's schema
+    (`<prefix><table>.<name>`: prefix "term." for the terms of a weighted mapping)."""
     return {
         "type": "object",
         "required": ["type"],
         "properties": {"type": {"enum": names}},
         "allOf": [
-            {"if": {"properties": {"type": {"const": n}}}, "then": {"$ref": f"#/$defs/{table}.{n}"}}
+            {"if": {"properties": {"type": {"const": n}}}, "then": {"$ref": f"#/$defs/{prefix}{table}.{n}"}}
             for n in names
         ],
     }
+
+
+def term_definition(component: dict[str, Any]) -> dict[str, Any]:
+    """`term.<table>.<name>`: the component's node schema with `weight` added after `type`."""
+    properties = dict(component["properties"])
+    if "weight" in properties:
+        raise ValueError(f"{component['x-target']} takes an argument 'weight', which a term of a "
+                         "weighted sum uses for its own weight; rename the argument")
+    term = dict(component, properties={"type": properties.pop("type"), "weight": TERM_WEIGHT, **properties})
+    term["title"] = f"term: {component['title']}"
+    return term
+
+
+def _weighted_tables(value: Any) -> set[str]:
+    """The tables whose weighted mappings (`term.<table>` refs) occur anywhere in `value`."""
+    if isinstance(value, dict):
+        found = {value["$ref"].removeprefix("#/$defs/term.")} \
+            if str(value.get("$ref", "")).startswith("#/$defs/term.") else set()
+        return found.union(*(_weighted_tables(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_weighted_tables(v) for v in value))
+    return set()
 
 
 def _replace_placeholders(value: Any) -> Any:
@@ -198,6 +239,13 @@ def build_schema(plugins: bool = False) -> dict[str, Any]:
         defs[f"node.{table}"] = node_definition(table, names)
         for name in names:
             defs[f"{table}.{name}"] = component_schema(table, name)
+    # Weighted mappings (`terms:` of weighted_sum) get their own term definitions, so that an
+    # editor accepts `weight` inside a term and nowhere else, as `exp validate` does.
+    for table in sorted(_weighted_tables(defs)):
+        names = registry.KINDS[table].names()
+        defs[f"term.{table}"] = node_definition(table, names, prefix="term.")
+        for name in names:
+            defs[f"term.{table}.{name}"] = term_definition(defs[f"{table}.{name}"])
     return schema
 
 
