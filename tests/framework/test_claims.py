@@ -55,7 +55,7 @@ def test_checks(check: str, passed: bool) -> None:
     [
         ("a.metrics", "'a.metrics' is not allowed in a check (Attribute)"),
         ("__import__('os')", "unknown function call '__import__('os')'. Functions: abs, min, max, mean, log, sqrt, "
-                             "len, slope, loglog_slope, r2, non_increasing, non_decreasing, data_constrained_r2, column, param"),
+                             "len, data_constrained_r2, loglog_slope, non_decreasing, non_increasing, r2, slope, column, param"),
         ("aa['test/acc'] > 0", "unknown run 'aa'. Did you mean 'a'?"),
         ("a['test/acc'] > > 1", "invalid check syntax at column 17: invalid syntax"),
         ("[x for x in a]", "'[x for x in a]' is not allowed in a check (ListComp)"),
@@ -162,3 +162,18 @@ def test_tier_values_are_checked(tmp_path: Path) -> None:
     [problem] = info.value.problems
     assert str(problem.mark) == f"{folder / 'claims.yaml'}:8:11"
     assert problem.message == "Input should be 'default' or 'full'"
+
+
+def test_claim_functions_are_registered_and_family_ones_resolve() -> None:
+    """Beyond the builtins, a check calls the registered claim functions: shared curve shapes and a
+    family's own (sae's law), found through the registry, not a table in framework/."""
+    import registry
+    from framework.claims.functions import BUILTINS, FUNCTIONS
+
+    kind = registry.KINDS["claim_functions"]
+    assert kind.origin_of("slope") == "components" and kind.origin_of("data_constrained_r2") == "components.sae"
+    assert list(FUNCTIONS) == [*BUILTINS, *kind.names()]
+    slope, text = FUNCTIONS["slope"]
+    assert slope([0, 1, 2], [1, 3, 5]) == 2.0 and text == "Least-squares slope of ys against xs."
+    with pytest.raises(registry.UnknownComponent, match="unknown claim function 'slpoe'. Did you mean 'slope'?"):
+        FUNCTIONS["slpoe"]
