@@ -43,8 +43,13 @@ _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads `1e-3` and `1E+5` as floats, as YAML 1.2 and JSON do."""
+# libyaml's parser (C) when PyYAML was built with it: the same events and marks as the pure-Python
+# one, about 5x faster; `exp validate specs/` spends most of its time parsing.
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader that reads `1e-3` and `1E+5` as floats, as YAML 1.2 and JSON do."""
 
 
 _Loader.add_implicit_resolver(

@@ -49,7 +49,7 @@ def test_marks_are_one_based_key_and_value() -> None:
          "'tag:yaml.org,2002:python/object:os.system'"),
         ("a: !!python/name:os.system {}\n", "x.yaml:1:4: a: tag 'tag:yaml.org,2002:python/name:os.system' is not allowed in a spec"),
         ("base: &b {x: 1}\nc:\n  <<: *b\n", "x.yaml:3:3: c: YAML merge keys ('<<') are not supported; use 'extends:'"),
-        ("a: [1, 2\n", "x.yaml:2:1: invalid YAML: expected ',' or ']', but got '<stream end>'"),
+        ("a: [1, 2\n", "x.yaml:2:1: invalid YAML: did not find expected ',' or ']'"),
         ("1: x\n", "x.yaml:1:1: keys must be strings, got int 1"),
     ],
     ids=["duplicate key", "python tag", "python tag on mapping", "merge key", "syntax", "int key"],
@@ -143,7 +143,7 @@ def test_overrides(overrides: list[str], expected: dict) -> None:
         ("layers.7.w=1", "override 'layers.7.w=1': layers: index '7' is not valid for a list of 2 item(s)"),
         ("optimizer.lr.x=1", "override 'optimizer.lr.x=1': optimizer.lr: cannot set 'x' inside a float"),
         ("extends=a.yaml", "override 'extends=a.yaml': extends: 'extends' cannot be overridden; edit the spec file"),
-        ("a=[1,", "override 'a=[1,': invalid YAML: expected the node content, but found '<stream end>'"),
+        ("a=[1,", "override 'a=[1,': invalid YAML: did not find expected node content"),
     ],
     ids=["no value", "bad index", "into a scalar", "extends", "bad yaml"],
 )
