@@ -176,7 +176,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     import inspect
 
     import registry
-    from framework.schema import LiveSchemas
+    from framework.schema import LiveSchemas, constructor
     from framework.validate import describe
 
     kind, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
@@ -207,9 +207,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
                 continue
             need = "required" if key in schema["required"] else f"default {prop.get('default', '<none>')!r}"
             print(f"    {key:26s} {describe({k: v for k, v in prop.items() if k != 'default'})}  [{need}]")
+        if schema["additionalProperties"]:
+            print("    (any other keyword: a **kwargs that cannot be followed into a base class)")
         doc = inspect.getdoc(target)
         if doc:
             print("\n" + "\n".join(f"  {line}" for line in doc.splitlines()))
+        for base, added in constructor(target).bases.items():  # where **kwargs go: framework/schema.py
+            if added:
+                print(f"\n  {', '.join(added)}: from {base.__module__}:{base.__qualname__} (**kwargs)")
+                print("\n".join(f"  {line}" for line in (inspect.getdoc(base) or "").splitlines()))
         print()
     return 0
 

@@ -6,10 +6,20 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+import jsonschema
 import pytest
 
+import registry
 from components.kinds import Loss
-from framework.schema import SCHEMA_PATH, _NO_JSON, build_schema, type_schema
+from framework.schema import (
+    SCHEMA_PATH,
+    _NO_JSON,
+    LiveSchemas,
+    build_schema,
+    component_schema,
+    constructor,
+    type_schema,
+)
 
 
 @pytest.mark.parametrize(
@@ -42,3 +52,93 @@ def test_committed_schema_is_current() -> None:
     """Fails when a component or section changed without `exp schema` (then commit the file)."""
     assert SCHEMA_PATH.is_file(), "run `exp schema`"
     assert json.loads(SCHEMA_PATH.read_text()) == build_schema(), "stale: run `exp schema` and commit it"
+
+
+# -- **kwargs followed into the base class (toy components, registered in a throwaway table) -----
+
+
+class Base:
+    def __init__(self, width: int, depth: int = 2, scale: float = 1.0) -> None:
+        self.width, self.depth, self.scale = width, depth, scale
+
+
+class Child(Base):
+    def __init__(self, name: str = "c", depth: int = 5, **kwargs: Any) -> None:
+        super().__init__(depth=depth, **kwargs)
+        self.name = name
+
+
+class GrandChild(Child):
+    def __init__(self, flag: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.flag = flag
+
+
+class NoBase:
+    """Its **kwargs go to `object`: nothing to follow."""
+
+    def __init__(self, a: int = 1, **kwargs: Any) -> None:
+        self.a, self.extra = a, kwargs
+
+
+class OnNoBase(NoBase):
+    def __init__(self, b: int = 2, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+
+
+def open_function(a: int = 1, **kwargs: Any) -> dict:
+    return {"a": a, **kwargs}
+
+
+@pytest.fixture
+def toys(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = ["Base", "Child", "GrandChild", "NoBase", "OnNoBase", "open_function"]
+    table = registry.Registry("toy", {n.lower(): f"{__name__}:{n}" for n in names})
+    monkeypatch.setitem(registry.KINDS, "toys", table)
+
+
+def _arguments(schema: dict) -> dict:
+    """argument -> default (or 'required'), in schema order."""
+    props = {k: v for k, v in schema["properties"].items() if k != "type"}
+    return {k: "required" if k in schema["required"] else v.get("default") for k, v in props.items()}
+
+
+@pytest.mark.parametrize(
+    "name, arguments, closed",
+    [
+        ("base", {"width": "required", "depth": 2, "scale": 1.0}, True),
+        # own first; the redeclared `depth` keeps the subclass default; `width` stays required
+        ("child", {"name": "c", "depth": 5, "width": "required", "scale": 1.0}, True),
+        ("grandchild", {"flag": False, "name": "c", "depth": 5, "width": "required", "scale": 1.0}, True),
+        ("nobase", {"a": 1}, False),
+        ("onnobase", {"b": 2, "a": 1}, False),
+        ("open_function", {"a": 1}, False),
+    ],
+)
+def test_kwargs_are_followed_into_the_base(toys: None, name: str, arguments: dict, closed: bool) -> None:
+    schema = component_schema("toys", name)
+    assert _arguments(schema) == arguments
+    assert schema["additionalProperties"] is (not closed)
+
+
+def test_constructor_names_the_bases_it_followed() -> None:
+    assert constructor(GrandChild).bases == {Child: ["name", "depth"], Base: ["width", "scale"]}
+    assert constructor(Base).bases == {}
+    assert constructor(OnNoBase).bases == {NoBase: ["a"]} and constructor(OnNoBase).open_ended
+
+
+def test_followed_schema_rejects_unknown_and_checks_base_types(toys: None) -> None:
+    validator = jsonschema.Draft202012Validator(component_schema("toys", "child"))
+    assert validator.is_valid({"type": "child", "width": 3, "scale": 0.5})
+    assert not validator.is_valid({"type": "child", "width": 3, "scael": 0.5})  # unknown key
+    assert not validator.is_valid({"type": "child", "scale": 0.5})  # base's required width missing
+    assert not validator.is_valid({"type": "child", "width": "3"})  # base's type
+    # an open chain keeps accepting what it cannot check
+    assert jsonschema.Draft202012Validator(component_schema("toys", "onnobase")).is_valid(
+        {"type": "onnobase", "anything": 1}
+    )
+
+
+def test_live_schemas_follow_kwargs(toys: None) -> None:
+    assert LiveSchemas().component("toys", "grandchild") == component_schema("toys", "grandchild")
+    assert "width" in LiveSchemas().component("toys", "grandchild")["required"]
