@@ -142,3 +142,26 @@ def test_followed_schema_rejects_unknown_and_checks_base_types(toys: None) -> No
 def test_live_schemas_follow_kwargs(toys: None) -> None:
     assert LiveSchemas().component("toys", "grandchild") == component_schema("toys", "grandchild")
     assert "width" in LiveSchemas().component("toys", "grandchild")["required"]
+
+
+BASE_DATA_DEFAULTS = {"batch_size": 64, "val_fraction": 0.15, "test_fraction": 0.15, "split_seed": 0,
+                      "standardize": True, "num_workers": 0}
+
+
+@pytest.mark.parametrize(
+    "name, changed",
+    [
+        ("synthetic_classification", {}),
+        ("synthetic_regression", {}),
+        ("sklearn_dataset", {}),
+        ("csv_table", {}),
+        ("synthetic_fair_tabular", {"batch_size": 256}),
+        ("uci_adult", {"batch_size": 256, "val_fraction": 0.1, "test_fraction": 0.0}),
+    ],
+)
+def test_data_modules_take_the_base_arguments(name: str, changed: dict) -> None:
+    """Each declares only its own arguments (and the base defaults it changes) plus **kwargs."""
+    schema = LiveSchemas().component("data", name)
+    arguments = _arguments(schema)
+    assert {k: arguments[k] for k in BASE_DATA_DEFAULTS} == {**BASE_DATA_DEFAULTS, **changed}
+    assert schema["additionalProperties"] is False
