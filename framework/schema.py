@@ -122,7 +122,7 @@ def _base_init(cls: type, after: type) -> tuple[type, inspect.Signature] | None:
     cls's MRO that defines `__init__`, with that `__init__`'s signature less `self`; None when that
     class is `object` or its signature cannot be read (a builtin)."""
     mro = cls.__mro__
-    base = next(klass for klass in mro[mro.index(after) + 1 :] if "__init__" in vars(klass))
+    base = next((klass for klass in mro[mro.index(after) + 1 :] if "__init__" in vars(klass)), object)
     if base is object:
         return None
     try:

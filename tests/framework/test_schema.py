@@ -86,13 +86,20 @@ class OnNoBase(NoBase):
         super().__init__(**kwargs)
 
 
+class NewOnly:
+    """No __init__ of its own: its signature is __new__'s, whose **kwargs cannot be followed."""
+
+    def __new__(cls, a: int = 1, **kwargs: Any) -> "NewOnly":
+        return super().__new__(cls)
+
+
 def open_function(a: int = 1, **kwargs: Any) -> dict:
     return {"a": a, **kwargs}
 
 
 @pytest.fixture
 def toys(monkeypatch: pytest.MonkeyPatch) -> None:
-    names = ["Base", "Child", "GrandChild", "NoBase", "OnNoBase", "open_function"]
+    names = ["Base", "Child", "GrandChild", "NoBase", "OnNoBase", "NewOnly", "open_function"]
     table = registry.Registry("toy", {n.lower(): f"{__name__}:{n}" for n in names})
     monkeypatch.setitem(registry.KINDS, "toys", table)
 
@@ -112,6 +119,7 @@ def _arguments(schema: dict) -> dict:
         ("grandchild", {"flag": False, "name": "c", "depth": 5, "width": "required", "scale": 1.0}, True),
         ("nobase", {"a": 1}, False),
         ("onnobase", {"b": 2, "a": 1}, False),
+        ("newonly", {"a": 1}, False),
         ("open_function", {"a": 1}, False),
     ],
 )
