@@ -1,20 +1,42 @@
-"""The name -> component tables: the only place a spec's `type:` strings resolve.
+"""The registry: the only place a spec's `type:` strings resolve.
 
-Each table maps a snake_case name to a lazy ``"module:attr"`` target; nothing is imported until a
-spec asks for that name, so this module (and `exp validate`) never imports torch. A target is a
-class or a function whose typed signature is the component's schema: every parameter not listed
-as runtime-supplied is an argument the spec may (or, without a default, must) give.
+Each **kind** of component (models, data, losses, ...) has one table mapping a snake_case name to a
+lazy ``"module:attr"`` target; nothing is imported until a spec asks for that name, so this module
+(and `exp validate`, `exp list`, `exp explain`) never imports torch. A target is a class or a
+function whose typed signature is the component's schema.
 
-Nested components are declared in a signature with the aliases in `components.kinds`
-(``terms: list[Loss]``); the builder builds them first and passes the objects.
+Where entries come from, merged in this order (a name declared twice in one kind is an error that
+names both places):
+
+1. The core kinds below, each with its build contract (the table itself starts empty).
+2. ``components/registry.py`` (the shared building blocks) and ``components/<family>/registry.py``
+   for every family package, found on disk: a new paper adds its package and touches nothing here.
+3. Installed plugins: a distribution that declares an entry point in the group
+   ``expspec.components`` whose value is a module (``lab_models = "lab_models.expspec"``).
+
+Every such module is data, not code that registers: it defines ``ENTRIES`` (kind -> name ->
+"module:attr") and optionally ``KINDS`` (new kinds: kind -> {"noun", "contract", "runtime",
+"factory", "in_specs"}), and must import nothing heavy (it is read by `exp validate`).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Mapping
+import importlib.metadata
+import importlib.util
+import pkgutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+PLUGIN_GROUP = "expspec.components"
+
+
+def close_matches(word: str, options: Iterable[str], n: int = 1) -> list[str]:
+    """Options close to `word` (for "Did you mean ...?" messages), best first."""
+    return difflib.get_close_matches(word, list(options), n=n, cutoff=0.6)
 
 
 class UnknownComponent(KeyError):
@@ -36,38 +58,46 @@ class UnknownComponent(KeyError):
 
 
 class Registry:
-    """One kind's table: name -> lazy "module:attr" target.
+    """One kind's table: name -> lazy "module:attr" target, and where each entry was declared.
 
     Args:
         kind: Singular noun used in messages ("loss", "optimizer").
+        contract: How a component of this kind is built and called (shown by `exp list`).
         entries: name -> "module:attr".
         runtime: Parameters the builder supplies at build time; a spec may not set them.
         factory: Build a ``functools.partial`` the task calls with the runtime arguments, instead of
             an object (optimizers, schedulers).
+        in_specs: Whether spec nodes name this kind (False for claim functions, which checks call).
     """
 
     def __init__(
         self,
         kind: str,
-        entries: Mapping[str, str],
+        contract: str = "",
+        entries: Mapping[str, str] | None = None,
         runtime: tuple[str, ...] = (),
         factory: bool = False,
+        in_specs: bool = True,
+        origin: str = "registry.py",
     ) -> None:
-        self.kind, self.runtime, self.factory = kind, runtime, factory
+        self.kind, self.contract, self.runtime, self.factory = kind, contract, tuple(runtime), factory
+        self.in_specs, self.origin = in_specs, origin
         self._entries: dict[str, str] = {}
-        for name, target in entries.items():
-            self.add(name, target)
+        self._origins: dict[str, str] = {}
+        for name, target in (entries or {}).items():
+            self.add(name, target, origin)
 
-    def add(self, name: str, target: str) -> None:
-        """Register `name`; a second registration of the same name is an error naming the first."""
+    def add(self, name: str, target: str, origin: str = "registry.py") -> None:
+        """Register `name`; a second registration of the same name is an error naming both places."""
         if name in self._entries:
             raise ValueError(
-                f"{self.kind} '{name}' is already registered as {self._entries[name]}; "
-                f"refusing to re-register it as {target}"
+                f"{self.kind} '{name}' is declared twice: {self._entries[name]} in {self._origins[name]}, "
+                f"and {target} in {origin}; rename one of them"
             )
         if ":" not in target:
-            raise ValueError(f"{self.kind} '{name}': target must be 'module:attr', got '{target}'")
+            raise ValueError(f"{self.kind} '{name}' in {origin}: target must be 'module:attr', got '{target}'")
         self._entries[name] = target
+        self._origins[name] = origin
 
     def names(self) -> list[str]:
         return sorted(self._entries)
@@ -78,9 +108,13 @@ class Registry:
     def target(self, name: str) -> str:
         if name not in self._entries:
             known = self.names()
-            matches = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-            raise UnknownComponent(self.kind, name, matches, known)
+            raise UnknownComponent(self.kind, name, close_matches(name, known), known)
         return self._entries[name]
+
+    def origin_of(self, name: str) -> str:
+        """Where `name` was declared: "components.fairness", "plugin lab-models (lab_models.expspec)"."""
+        self.target(name)
+        return self._origins[name]
 
     def load(self, name: str) -> Any:
         """Import and return the class or function registered as `name`."""
@@ -91,167 +125,99 @@ class Registry:
         return obj
 
 
-# Built with the spec's arguments; nn.Module called as model(x) -> outputs.
-MODELS = Registry("model", {
-    "mlp": "components.models.mlp:MLP",
-    "small_cnn": "components.models.cnn:SmallCNN",
-    "binary_mlp": "components.models.binary:BinaryMLP",
-    "binary_resnet": "components.models.binary:BinaryResNet",
-    "transformer_lm": "components.models.transformer_lm:TransformerLM",
-    "topk_sae": "components.models.sae:TopKSAE",
-    "batchtopk_sae": "components.models.sae:BatchTopKSAE",
-    "pretrained_causal_lm": "components.models.pretrained_lm:PretrainedCausalLM",
-    "tiny_token_unet": "components.diffusion.tiny:TinyTokenUNet",
-    "diffusers_pipeline": "components.diffusion.pipelines:DiffusersPipeline",
-})
-
-# A LightningDataModule built with the spec's arguments; batches are dicts of tensors
-# ("x", "y", and "group" where the data has a sensitive attribute). `info()` reports the sizes the
-# builder checks against the spec (in_features, in_channels, num_classes, num_targets).
-DATA = Registry("data module", {
-    "synthetic_classification": "components.data.synthetic:SyntheticClassification",
-    "synthetic_regression": "components.data.synthetic:SyntheticRegression",
-    "synthetic_fair_tabular": "components.data.fair:SyntheticFairTabular",
-    "sklearn_dataset": "components.data.sklearn:SklearnDataset",
-    "csv_table": "components.data.csv:CSVTable",
-    "uci_adult": "components.data.fair:UCIAdult",
-    "oracle_steps": "components.data.oracle:OracleSteps",
-    "fashion_mnist": "components.data.images:FashionMNIST",
-    "cifar": "components.data.images:CIFAR",
-    "image_folder": "components.data.images:ImageFolder",
-    "char_text": "components.data.text:CharText",
-    "token_file": "components.data.text:TokenFile",
-    "activation_buffer": "components.data.activations:ActivationBuffer",
-    "digit_defects": "components.data.digit_defects:DigitDefects",
-    "prompt_set": "components.data.prompts:PromptSet",
-})
-
-# nn.Module built with the spec's arguments (every loss takes `weight`, default 1.0);
-# called as loss(outputs, batch) -> scalar tensor, unweighted; `weighted_sum` applies the weights.
-LOSSES = Registry("loss", {
-    "cross_entropy": "components.losses.basic:CrossEntropy",
-    "mse": "components.losses.basic:MSE",
-    "bce": "components.losses.basic:BCE",
-    "weighted_sum": "components.losses.basic:WeightedSum",
-    "cvm_dependence": "components.losses.fairness:CvMDependence",
-    "hsic": "components.losses.fairness:HSIC",
-})
-
-# A factory: the task calls optimizer(params) -> torch.optim.Optimizer.
-OPTIMIZERS = Registry("optimizer", {
-    "sgd": "torch.optim:SGD",
-    "adam": "torch.optim:Adam",
-    "adamw": "torch.optim:AdamW",
-}, runtime=("params",), factory=True)
-
-# A factory: the task calls scheduler(optimizer, total_steps) -> Lightning lr-scheduler config
-# ({"scheduler": ..., "interval": "step" | "epoch"}).
-SCHEDULERS = Registry("scheduler", {
-    "cosine": "components.optim.schedulers:cosine_with_warmup",
-    "step": "components.optim.schedulers:step_decay",
-}, runtime=("optimizer", "total_steps"), factory=True)
-
-# A torchmetrics.Metric built with the spec's arguments; updated as metric.update(outputs, batch)
-# and logged as "<stage>/<name>".
-METRICS = Registry("metric", {
-    "accuracy": "components.metrics.standard:Accuracy",
-    "auroc": "components.metrics.standard:AUROC",
-    "f1": "components.metrics.standard:F1",
-    "mse": "components.metrics.standard:MeanSquaredError",
-    "demographic_parity_gap": "components.metrics.fairness:DemographicParityGap",
-    "equal_opportunity_gap": "components.metrics.fairness:EqualOpportunityGap",
-    "fvu": "components.metrics.reconstruction:FractionOfVarianceUnexplained",
-    "nfe": "components.metrics.sampling:NFE",
-    "verifier_score": "components.metrics.sampling:VerifierScore",
-    "outside_mask_change": "components.metrics.sampling:OutsideMaskChange",
-    "mask_iou": "components.metrics.sampling:MaskIoU",
-    "random_mask_iou": "components.metrics.sampling:RandomMaskIoU",
-})
-
-# A lightning.pytorch.Callback built with the spec's arguments.
-CALLBACKS = Registry("callback", {
-    "checkpoint": "lightning.pytorch.callbacks:ModelCheckpoint",
-    "early_stopping": "lightning.pytorch.callbacks:EarlyStopping",
-    "lr_monitor": "lightning.pytorch.callbacks:LearningRateMonitor",
-    "progress_bar": "components.callbacks.progress:progress_bar",
-    "progressive_binarization": "components.callbacks.progressive_binarization:ProgressiveBinarization",
-})
-
-# Built with the spec's arguments; called as analysis(model, splits) -> dict[str, float], where splits
-# maps "train"/"val"/"test" to that split's tensors as one batch dict; an analysis names the splits it
-# needs in an attribute `splits` (default train and test). The posthoc_analysis task logs "test/<name>".
-ANALYSES = Registry("analysis", {
-    "laplace_rescaling": "components.bayes.invariance:LaplaceRescaling",
-})
-
-# A game for algorithm studies, nested in a task's `problem:`: an nn.Module of float64 buffers with
-# dim_x, dim_y, project_x(x), project_y(y), grad(x, y, generator) -> (gx, gy) (noisy oracle: exact
-# gradient + sigma * N(0, I)), gap(x, y) (exact primal-dual gap), center(), sample(batch, generator).
-PROBLEMS = Registry("problem", {
-    "bilinear_game": "components.problems.games:BilinearGame",
-    "quadratic_bilinear_game": "components.problems.games:QuadraticGame",
-})
-
-# Nested in a minimax task's `algorithm:`: reset(problem, x, y, horizon) once, then
-# step(problem, x, y, t, generator) -> (x, y) per iteration; step_size(t), regularization(t) and
-# oracle_calls_per_step describe it.
-MINIMAX_ALGORITHMS = Registry("minimax algorithm", {
-    "seg": "components.optim.minimax:StochasticExtragradient",
-    "sogda": "components.optim.minimax:StochasticOptimisticGDA",
-    "perturbed_seg": "components.optim.minimax:PerturbedExtragradient",
-    "perturbed_sogda": "components.optim.minimax:PerturbedOptimisticGDA",
-})
-
-# Nested in a sampling task's `sampler:`: called as sampler(model, batch) -> outputs dict ("images"
-# (B, C, H, W) in [0, 1], "scores", "nfe", "masks", ...); contract in components/diffusion/sampling.py.
-SAMPLERS = Registry("sampler", {
-    "best_of_n": "components.diffusion.sampling:BestOfN",
-    "lotts": "components.diffusion.sampling:LoTTS",
-    "localization_probe": "components.diffusion.sampling:LocalizationProbe",
-})
-
-# Nested in a sampler's `verifier:`: called as verifier(images, prompts) -> (B,) scores, higher better.
-VERIFIERS = Registry("verifier", {
-    "tiny_digit_verifier": "components.diffusion.verifiers:TinyDigitVerifier",
-    "image_reward": "components.diffusion.verifiers:ImageRewardVerifier",
-    "hpsv2": "components.diffusion.verifiers:HPSv2Verifier",
-    "pixel_contrast": "components.diffusion.verifiers:PixelContrast",
-})
-
-# Nested in a sampler's `localizer:`: turns recorded attention maps into a (B, 1, h, w) defect mask.
-LOCALIZERS = Registry("localizer", {
-    "quality_contrast": "components.diffusion.localize:QualityContrastLocalizer",
-})
-
-# A LightningModule built with the spec's `task:` arguments plus the built sections, passed by the
-# builder as model=, loss=, optimizer= (factory), scheduler= (factory or None), metrics= (dict) -- each
-# only if the task's signature names it; a spec section the task does not take is an error.
-TASKS = Registry("task", {
-    "classification": "components.tasks.supervised:Classification",
-    "regression": "components.tasks.supervised:Regression",
-    "loss_profile": "components.tasks.profiling:LossProfile",
-    "posthoc_analysis": "components.tasks.posthoc:PosthocAnalysis",
-    "minimax": "components.tasks.minimax:Minimax",
-    "language_modeling": "components.tasks.language_modeling:LanguageModeling",
-    "sae_training": "components.tasks.sae_training:SAETraining",
-    "diffusion_training": "components.tasks.diffusion:DiffusionTraining",
-    "sampling": "components.tasks.diffusion:Sampling",
-}, runtime=("model", "loss", "optimizer", "scheduler", "metrics"))
-
-# Spec section -> the table its component node (or list of nodes) resolves in.
+# The core kinds and their build contracts. Families and plugins add entries, and may add kinds.
 KINDS: dict[str, Registry] = {
-    "models": MODELS,
-    "data": DATA,
-    "losses": LOSSES,
-    "optimizers": OPTIMIZERS,
-    "schedulers": SCHEDULERS,
-    "metrics": METRICS,
-    "callbacks": CALLBACKS,
-    "tasks": TASKS,
-    "analyses": ANALYSES,
-    "problems": PROBLEMS,
-    "minimax_algorithms": MINIMAX_ALGORITHMS,
-    "samplers": SAMPLERS,
-    "verifiers": VERIFIERS,
-    "localizers": LOCALIZERS,
+    "models": Registry("model", "Built with the spec's arguments; an nn.Module called as model(x) -> outputs."),
+    "data": Registry("data module", (
+        "A LightningDataModule built with the spec's arguments; batches are dicts of tensors ('x', 'y', "
+        "and 'group' where the data has a sensitive attribute). `info()` reports the sizes the builder "
+        "checks against the spec (in_features, in_channels, num_classes, num_targets).")),
+    "losses": Registry("loss", (
+        "An nn.Module built with the spec's arguments, called as loss(outputs, batch) -> scalar tensor; "
+        "a weighted_sum's terms carry their weights.")),
+    "optimizers": Registry("optimizer", "A factory: the task calls optimizer(params) -> torch.optim.Optimizer.",
+                           runtime=("params",), factory=True),
+    "schedulers": Registry("scheduler", (
+        "A factory: the task calls scheduler(optimizer, total_steps) -> Lightning lr-scheduler config "
+        "({'scheduler': ..., 'interval': 'step' | 'epoch'})."), runtime=("optimizer", "total_steps"), factory=True),
+    "metrics": Registry("metric", (
+        "A torchmetrics.Metric built with the spec's arguments; updated as metric.update(outputs, batch) "
+        "and logged as '<split>/<name>'.")),
+    "callbacks": Registry("callback", "A lightning.pytorch.Callback built with the spec's arguments."),
+    "analyses": Registry("analysis", (
+        "Called as analysis(model, splits) -> dict[str, float], where splits maps 'train'/'val'/'test' to "
+        "that split's tensors as one batch dict; an attribute `splits` names the splits it needs "
+        "(default train and test). The posthoc_analysis task logs 'test/<name>'.")),
+    "tasks": Registry("task", (
+        "A LightningModule built with the spec's `task:` arguments plus the built sections, passed as "
+        "model=, loss=, optimizer= (factory), scheduler= (factory or None), metrics= (dict), each only if "
+        "the task's signature names it; a spec section the task does not take is an error."),
+        runtime=("model", "loss", "optimizer", "scheduler", "metrics")),
+    "claim_functions": Registry("claim function", (
+        "Called by a claims.yaml check with plain numbers and lists (a sweep's column or param values); "
+        "returns a number or a boolean. Pure Python: evaluating claims never imports torch."),
+        in_specs=False),
 }
+
+
+def _family_modules() -> list[tuple[str, ModuleType]]:
+    """components/registry.py, then components/<family>/registry.py for every package on disk."""
+    import components
+
+    found = [("components", importlib.import_module("components.registry"))]
+    for info in sorted(pkgutil.iter_modules(components.__path__), key=lambda i: i.name):
+        name = f"components.{info.name}"
+        if info.ispkg and (Path(info.module_finder.path) / info.name / "registry.py").is_file():
+            found.append((name, importlib.import_module(f"{name}.registry")))
+    return found
+
+
+def _plugin_modules() -> list[tuple[str, ModuleType]]:
+    """Modules named by installed distributions' `expspec.components` entry points."""
+    found = []
+    for point in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda p: p.name):
+        dist = point.dist.name if point.dist else point.name
+        origin = f"plugin {dist} ({point.value})"
+        try:
+            module = point.load()
+        except Exception as error:  # a broken plugin must say which one it is
+            raise ImportError(f"{origin}: cannot load its registry module: {error}") from error
+        if not isinstance(module, ModuleType):
+            raise TypeError(f"{origin}: the entry point must name a module, got {type(module).__name__}")
+        found.append((origin, module))
+    return found
+
+
+def _declare_kinds(origin: str, kinds: Mapping[str, Mapping[str, Any]]) -> None:
+    allowed = {"noun", "contract", "runtime", "factory", "in_specs"}
+    for kind, spec in kinds.items():
+        if kind in KINDS:
+            raise ValueError(f"kind '{kind}' is declared twice: in {KINDS[kind].origin} and in {origin}")
+        unknown = set(spec) - allowed
+        if unknown or "noun" not in spec:
+            raise ValueError(f"{origin}: kind '{kind}' needs 'noun' and may have {sorted(allowed)}; "
+                             f"got {sorted(spec)}")
+        KINDS[kind] = Registry(spec["noun"], spec.get("contract", ""), runtime=tuple(spec.get("runtime", ())),
+                               factory=spec.get("factory", False), in_specs=spec.get("in_specs", True),
+                               origin=origin)
+
+
+def _add_entries(origin: str, entries: Mapping[str, Mapping[str, str]]) -> None:
+    for kind, table in entries.items():
+        if kind not in KINDS:
+            match = close_matches(kind, KINDS)
+            hint = f" Did you mean '{match[0]}'?" if match else f" Kinds: {', '.join(KINDS)}."
+            raise ValueError(f"{origin} declares entries of unknown kind '{kind}'.{hint}")
+        for name, target in table.items():
+            KINDS[kind].add(name, target, origin)
+
+
+def _load_all() -> None:
+    modules = _family_modules() + _plugin_modules()
+    for origin, module in modules:  # kinds first: a family may add entries to another's kind
+        _declare_kinds(origin, getattr(module, "KINDS", {}))
+    for origin, module in modules:
+        _add_entries(origin, getattr(module, "ENTRIES", {}))
+
+
+_load_all()

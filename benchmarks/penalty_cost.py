@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from components.losses.fairness import HSIC, CvMDependence  # noqa: E402
+from components.fairness.losses import HSIC, CvMDependence  # noqa: E402
 
 
 def best_time(loss: torch.nn.Module, size: int, repeats: int) -> float:

@@ -35,7 +35,7 @@ def timed_sweep(jobs: int, trials: int, steps: int) -> float:
     weights = ", ".join(f"{w:.1f}" for w in range(trials))
     spec = folder / "sweep.yaml"
     spec.write_text(f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\nname: throughput\npaper: throughput\n"
-                    f"sweep:\n  grid: {{loss.terms.1.weight: [{weights}]}}\n")
+                    f"sweep:\n  grid: {{loss.terms.cvm.weight: [{weights}]}}\n")
     overrides = [f"trainer.max_steps={steps}"]
     from mlflow.tracking import MlflowClient
 

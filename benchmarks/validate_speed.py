@@ -40,13 +40,13 @@ ROOT = Path(__file__).resolve().parents[1]
 FULL_PATH = """
 import sys, time
 t0 = time.perf_counter()
-from framework.cli import _spec_files
+from framework.cli import spec_files
 from framework.errors import SpecError
 from framework.loader import load_spec
 from framework.schema import LiveSchemas
 from framework.validate import validate
 schemas, bad = LiveSchemas(), 0
-for path in _spec_files(sys.argv[1:]):
+for path in spec_files(sys.argv[1:]):
     try:
         validate(load_spec(path), schemas)
     except SpecError:
@@ -109,9 +109,9 @@ def main() -> None:
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
 
-    from framework.cli import _spec_files
+    from framework.cli import spec_files
 
-    files = _spec_files(args.specs)
+    files = spec_files(args.specs)
     if not files:
         sys.exit(f"no spec files under {args.specs}")
     n = len(files)

@@ -1,8 +1,10 @@
 """Building: operative spec -> task (LightningModule), data module, callbacks, Trainer.
 
-Nested nodes are built depth first; optimizers and schedulers become factories (functools.partial)
-the task calls with the runtime arguments. A failure keeps its exception type and gains a note
-with the spec location, key path and component (`add_note`), so the CLI can show a one-line error.
+Nested nodes are built depth first, the terms of a weighted mapping as name -> (weight, built
+term) (see `components.kinds.WeightedLosses`); optimizers and schedulers become factories
+(functools.partial) the task calls with the runtime arguments. A failure keeps its exception type
+and gains a note with the spec location, key path and component (`add_note`), so the CLI can show
+a one-line error.
 """
 
 from __future__ import annotations
@@ -46,8 +48,12 @@ class Builder:
                 continue
             nested = _node_ref(schema["properties"].get(key, {}))
             if nested and value is not None:
-                sub_table, many = nested
-                if many:
+                sub_table, shape = nested
+                if shape == "terms":  # name -> (weight, built term); see components.kinds.WeightedLosses
+                    value = {name: (term["weight"], self.node(sub_table, {k: v for k, v in term.items() if k != "weight"},
+                                                              (*path, key, name)))
+                             for name, term in value.items()}
+                elif shape == "list":
                     value = [self.node(sub_table, v, (*path, key, i)) for i, v in enumerate(value)]
                 else:
                     value = self.node(sub_table, value, (*path, key))
@@ -76,7 +82,7 @@ class Builder:
         for field, table in (("loss", "losses"), ("optimizer", "optimizers"), ("scheduler", "schedulers")):
             runtime[field] = self.node(table, operative[field], (field,)) if operative.get(field) else None
         task_node = operative["task"]
-        parameters = inspect.signature(registry.TASKS.load(task_node["type"])).parameters
+        parameters = inspect.signature(registry.KINDS["tasks"].load(task_node["type"])).parameters
         missing = [k for k, p in parameters.items()
                    if k in runtime and runtime[k] is None and p.default is p.empty]
         if data is None and "fit" in operative["phases"]:
@@ -107,7 +113,7 @@ class Builder:
         for key in ("in_features", "in_channels"):
             if key in info and key in model_args and model_args[key] != info[key]:
                 problems.append((key, f"is {model_args[key]} but the data has {key} = {info[key]}"))
-        task_cls = registry.TASKS.load(operative["task"]["type"])
+        task_cls = registry.KINDS["tasks"].load(operative["task"]["type"])
         check = getattr(task_cls, "check_data", None)
         if check:
             problems += check(info, model_args)

@@ -3,13 +3,13 @@
     exp run SPEC [key.path=value ...]     train/evaluate, tracked in MLflow
     exp sweep SPEC [--jobs N] [--fail-fast]   the spec's sweep trials under one parent run
     exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
-    exp reproduce specs/<paper>/           run what the paper's claims need, check them
+    exp reproduce specs/<paper>/ [--full]  run what the paper's claims need, check them
     exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
     exp validate PATH ...                 structure and component arguments; never imports torch
     exp show SPEC [key.path=value ...]    the operative spec (extends, overrides, defaults)
     exp list [KIND]                       registered components
     exp explain NAME                      a component's arguments, docstring and source location
-    exp schema [--check]                  write (or check) framework/spec.schema.json
+    exp schema [--check] [--plugins -o F] write (or check) framework/spec.schema.json
 
 Exit codes: 0 ok, 1 a run or check failed, 2 a spec error.
 """
@@ -29,7 +29,7 @@ from framework.errors import Problem, SpecError
 EXIT_FAILED, EXIT_SPEC = 1, 2
 
 
-def _spec_files(paths: list[str]) -> list[Path]:
+def spec_files(paths: list[str]) -> list[Path]:
     """Files named directly, and every `*.yaml` under directories except `_fragments.yaml`
     (fragments are partial specs, validated through the specs that extend them). `claims.yaml`
     files are checked as claims."""
@@ -54,7 +54,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from framework.plan import expand_sweep, validate_plan
     from framework.schema import CommittedSchemas
 
-    files = _spec_files(args.paths)
+    files = spec_files(args.paths)
     if not files:
         print(f"error: no spec files found in {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_SPEC
@@ -132,8 +132,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from framework.claims import reproduce
 
-    outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs)
-    return 0 if all(o.passed for o in outcomes) else EXIT_FAILED
+    outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs,
+                         full=args.full)
+    return EXIT_FAILED if any(o.failed for o in outcomes) else 0
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -150,74 +151,73 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     return 0
 
 
-def _kind_table(kind: str) -> str:
+def _kind(name: str) -> str:
+    """The kind (its key in registry.KINDS, e.g. `models`) named by its plural or singular name."""
     import registry
 
-    for table, reg in registry.KINDS.items():
-        if kind in (table, reg.kind):
-            return table
+    for kind, reg in registry.KINDS.items():
+        if name in (kind, reg.kind):
+            return kind
     choices = ", ".join(registry.KINDS)
-    raise SystemExit(f"error: unknown kind '{kind}'. Kinds: {choices}")
+    raise SystemExit(f"error: unknown kind '{name}'. Kinds: {choices}")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     import registry
 
-    tables = [_kind_table(args.kind)] if args.kind else list(registry.KINDS)
-    for table in tables:
-        reg = registry.KINDS[table]
-        print(f"{table}:")
+    kinds = [_kind(args.kind)] if args.kind else list(registry.KINDS)
+    for kind in kinds:
+        reg = registry.KINDS[kind]
+        print(f"{kind}:  ({reg.contract})" if args.kind and reg.contract else f"{kind}:")
         for name in reg.names():
-            print(f"  {name:28s} {reg.target(name)}")
+            print(f"  {name:28s} {reg.target(name):62s} from {reg.origin_of(name)}")
     return 0
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    import inspect
-
+    """Arguments, defaults, docstring and file:line of a component, read from the committed schema
+    and the source file: no component is imported (a plugin's entry missing from the committed
+    schema is read from its live signature instead, which imports it)."""
     import registry
-    from framework.schema import LiveSchemas, constructor
-    from framework.validate import describe
+    from framework.schema import CommittedSchemas, LiveSchemas
+    from framework.sources import locate
 
-    kind, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
-    tables = [_kind_table(kind)] if kind else [t for t, r in registry.KINDS.items() if name in r]
-    if not tables:
-        import difflib
-
+    prefix, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
+    kinds = [_kind(prefix)] if prefix else [k for k, r in registry.KINDS.items() if name in r]
+    if not kinds:
         every = sorted({n for r in registry.KINDS.values() for n in r.names()})
-        match = difflib.get_close_matches(name, every, n=1)
+        match = registry.close_matches(name, every)
         hint = f" Did you mean '{match[0]}'?" if match else " See `exp list`."
         print(f"error: no component named '{name}'.{hint}", file=sys.stderr)
         return EXIT_SPEC
-    schemas = LiveSchemas()
-    for table in tables:
-        reg = registry.KINDS[table]
-        schema = schemas.component(table, name)
-        target = reg.load(name)
-        try:
-            source = f"{inspect.getsourcefile(target)}:{inspect.getsourcelines(target)[1]}"
-        except (TypeError, OSError):
-            source = "<unknown>"
-        print(f"{reg.kind} '{name}'  ->  {reg.target(name)}  ({source})")
+    committed = CommittedSchemas()
+    for kind in kinds:
+        reg = registry.KINDS[kind]
+        source = locate(reg.target(name))
+        where = f"{source.file}:{source.line}" if source else "<unknown>"
+        print(f"{reg.kind} '{name}'  ->  {reg.target(name)}  ({where}; from {reg.origin_of(name)})")
         if reg.runtime:
             print(f"  supplied at run time: {', '.join(reg.runtime)}")
-        print("  arguments:")
-        for key, prop in schema["properties"].items():
-            if key == "type":
-                continue
-            need = "required" if key in schema["required"] else f"default {prop.get('default', '<none>')!r}"
-            print(f"    {key:26s} {describe({k: v for k, v in prop.items() if k != 'default'})}  [{need}]")
-        if schema["additionalProperties"]:
-            print("    (any other keyword: a **kwargs that cannot be followed into a base class)")
-        doc = inspect.getdoc(target)
+        schema = None
+        if reg.in_specs:
+            schema = committed.defs.get(f"{kind}.{name}") or LiveSchemas().component(kind, name)
+            _print_arguments(schema)
+        doc = source.doc if source and source.doc else (schema or {}).get("description", "")
         if doc:
             print("\n" + "\n".join(f"  {line}" for line in doc.splitlines()))
-        for base, added in constructor(target).bases.items():  # where **kwargs go: framework/schema.py
-            if added:
-                print(f"\n  {', '.join(added)}: from {base.__module__}:{base.__qualname__} (**kwargs)")
-                print("\n".join(f"  {line}" for line in (inspect.getdoc(base) or "").splitlines()))
         print()
     return 0
+
+
+def _print_arguments(schema: dict) -> None:
+    from framework.validate import describe
+
+    print("  arguments:")
+    for key, prop in schema["properties"].items():
+        if key == "type":
+            continue
+        need = "required" if key in schema["required"] else f"default {prop.get('default', '<none>')!r}"
+        print(f"    {key:26s} {describe({k: v for k, v in prop.items() if k != 'default'})}  [{need}]")
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -226,7 +226,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from framework.schema import SCHEMA_PATH, build_schema
 
     path = Path(args.output) if args.output else SCHEMA_PATH
-    text = json.dumps(build_schema(), indent=1) + "\n"
+    text = json.dumps(build_schema(plugins=args.plugins), indent=1) + "\n"
     if args.check:
         if not path.is_file() or path.read_text() != text:
             print(f"{path} is stale: run `exp schema` and commit it", file=sys.stderr)
@@ -256,6 +256,8 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("folder", help="a paper folder with claims.yaml, e.g. specs/cvm_fairness/")
     rp.add_argument("--fresh", action="store_true", help="run everything again (default: reuse finished runs)")
     rp.add_argument("--write-readme", action="store_true", help="rewrite the claims table in the README")
+    rp.add_argument("--full", action="store_true",
+                    help="also the runs and claims marked `tier: full` (default: the default tier only)")
     rp.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel sweep trials")
     rp.set_defaults(func=cmd_reproduce)
     for name, func, text in (("resume", cmd_resume, "continue a killed run from its last checkpoint"),
@@ -284,6 +286,8 @@ def parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("schema", help="write the JSON Schema of specs")
     sc.add_argument("--check", action="store_true", help="exit 1 if the written schema is stale")
     sc.add_argument("-o", "--output")
+    sc.add_argument("--plugins", action="store_true",
+                    help="include installed plugins' components (for an editor; never in the committed file)")
     sc.set_defaults(func=cmd_schema)
     return p
 

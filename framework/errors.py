@@ -23,14 +23,10 @@ class Mark:
 
 
 def format_path(path: Path) -> str:
-    """`("loss", "terms", 1, "weight")` -> `loss.terms[1].weight`."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text or "<root>"
+    """`("metrics", 1, "type")` -> `metrics.1.type`: the one spelling of a key path, the same in
+    messages, overrides (`metrics.1.type=auroc`), sweep axes, MLflow params and `exp compare`.
+    A list item is its integer index as a segment, like a mapping key."""
+    return ".".join(str(part) for part in path) or "<root>"
 
 
 @dataclass(frozen=True)

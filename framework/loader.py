@@ -7,10 +7,16 @@ Rules, in the order they apply:
 2. `extends: base.yaml` (or a list of files, merged left to right) names files relative to the
    spec. The spec is merged onto its bases: mappings merge key by key, recursively; lists and
    scalars replace; a component node whose `type` changes is replaced whole (the base's
-   arguments belong to another component). A cycle is an error.
+   arguments belong to another component). A cycle is an error. Named terms (`loss.terms`) are a
+   mapping, so they merge by name: a child changes `cvm: {weight: 5.0}` and keeps the rest, adds
+   a term by a new name, and removes one by setting it to null (`cvm: null`; the null is kept
+   here and the term dropped by `framework.validate`), or replaces the whole `loss` with a node of
+   another type.
 3. Overrides `key.path=value` apply in order. The value is parsed as YAML (`lr=3e-3` is a number,
    `hidden=[32,32]` a list, `model={type: mlp}` a mapping) and replaces what is at the path; a list
-   item is addressed by its index (`loss.terms.1.weight=3`). Missing mappings on the path are made.
+   item is addressed by its index (`metrics.1.type=auroc`), a named term by its name
+   (`loss.terms.cvm.weight=3`). Missing mappings on the path are made. The path is spelled as
+   error messages, sweep axes and MLflow params spell it (`framework.errors.format_path`).
 4. `${a.b}` references are resolved last, against the merged and overridden spec: a value that is
    exactly one reference takes the referenced value with its type; a reference inside a longer
    string is formatted into it. References may chain; a cycle is an error.

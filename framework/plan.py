@@ -56,7 +56,7 @@ def _sub_loaded(loaded: Loaded, prefix: tuple, data: Any) -> Loaded:
     )
 
 
-def split_stages(loaded: Loaded) -> list[tuple[str | None, Loaded]]:
+def stage_specs(loaded: Loaded) -> list[tuple[str | None, Loaded]]:
     """[(None, loaded)] for a plain spec; [(stage, merged spec), ...] for a staged one."""
     data = loaded.data
     if not isinstance(data, dict) or "stages" not in data:
@@ -99,7 +99,7 @@ def validate_plan(loaded: Loaded, schemas: Schemas) -> list[Unit]:
     problems: list[Problem] = []
     seen: set[str] = set()
     earlier: list[str] = []
-    for stage, stage_loaded in split_stages(loaded):
+    for stage, stage_loaded in stage_specs(loaded):
         try:
             operative = validate(stage_loaded, schemas)
         except SpecError as error:

@@ -159,12 +159,18 @@ def run(spec_path: str | Path, overrides: list[str] | None = None) -> RunResult:
     hashes = unit_hashes(units, spec_path)
     if len(units) == 1 and units[0].stage is None:
         return run_unit(units[0], hashes[0], overrides)
+    return run_stages(units, hashes, plan_hash(units, spec_path), overrides)
 
+
+def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides: list[str]) -> RunResult:
+    """The stages in order, each a child run of one parent run; a stage with `init: {stage: s}`
+    starts from stage s's final weights. The parent's metrics are every stage's final metrics,
+    keyed `stage:split/name` in the result (the keys claims.yaml checks read, e.g.
+    `laplace:test/nll`) and logged to the parent MLflow run as `stage/split/name`."""
     from framework.tracking import Tracker
 
     first = units[0].operative
     parent_op = {**first, "name": first["name"].rsplit("/", 1)[0]}
-    total_hash = plan_hash(units, spec_path)
     tracker = Tracker(parent_op, units[0].loaded.source, total_hash, overrides,
                       extra_tags={"expspec.stages": ",".join(str(u.stage) for u in units)}) if is_rank_zero() else None
     parent_id = tracker.start(log_params=False) if tracker else None
@@ -218,71 +224,26 @@ def run_unit(
     resume_run_id: str | None = None,
     resume_checkpoint: str | None = None,
 ) -> RunResult:
-    """One run: seed, track, build, run the phases, cache the final weights."""
-    operative = unit.operative
-
-    import lightning as L
-    import torch
-    from lightning.pytorch.callbacks import ProgressBar
-
+    """One run: seed, track, build, run the phases, cache the final weights. The MLflow run ends
+    FINISHED, or FAILED/KILLED with the error when anything here raises."""
     from framework.builder import Builder
-    from framework.tracking import Tracker
 
+    operative = unit.operative
     _quiet_lightning()
     # The upstream spec of `init: {spec}` may run here first, in this process: threads and seed
     # are set after it, so a run draws the same random numbers whether its upstream was cached or not.
     checkpoint = _resolve_init(unit, init_checkpoint)
-    torch.set_num_threads(operative["hardware"]["threads"])
-    L.seed_everything(operative["seed"], workers=True, verbose=False)
-
-    rank_zero = is_rank_zero()
-    tracker = Tracker(operative, unit.loaded.source, unit_hash, overrides, parent_run_id) if rank_zero else None
-    if tracker and resume_run_id:
-        run_id = tracker.attach(resume_run_id)
-    elif tracker:
-        run_id = tracker.start()
-    else:
-        run_id = os.environ.get("EXPSPEC_RUN_ID")
-    if run_id:
-        os.environ["EXPSPEC_RUN_ID"] = run_id  # for DDP ranks started by Lightning's launcher
+    _seed(operative)
+    tracker, run_id = _open_run(unit, unit_hash, overrides, parent_run_id, resume_run_id)
     if tracker and checkpoint:
         tracker.client.set_tag(run_id, "expspec.init_checkpoint", checkpoint)
     try:
         built = Builder(unit.loaded).build(operative)
         if checkpoint:
             load_weights(built.task, checkpoint, operative["init"]["strict"])
-        callbacks = list(built.callbacks)
-        if sys.stderr.isatty() and not any(isinstance(c, ProgressBar) for c in callbacks):
-            from components.callbacks.progress import progress_bar
-
-            callbacks.append(progress_bar())
-        trainer = L.Trainer(
-            **built.trainer_kwargs,
-            callbacks=callbacks,
-            logger=tracker.logger() if tracker else False,
-            default_root_dir=str(runs_dir()),
-            enable_progress_bar=any(isinstance(c, ProgressBar) for c in callbacks),
-            enable_model_summary=False,
-        )
-        phases = operative["phases"]
-        metrics: dict[str, float] = {}
-        for phase in phases:
-            if phase == "fit":
-                trainer.fit(built.task, datamodule=built.data, ckpt_path=resume_checkpoint)
-                if trainer.interrupted:
-                    raise KeyboardInterrupt("training was interrupted")
-            elif phase == "test":
-                trainer.test(built.task, datamodule=built.data, verbose=False)
-            else:
-                trainer.predict(built.task, datamodule=built.data, return_predictions=False)
-            # each phase resets Lightning's callback_metrics: keep the last value of every key
-            metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
-        final = None
-        if rank_zero:
-            folder = cache_dir() / unit_hash
-            folder.mkdir(parents=True, exist_ok=True)
-            final = str(folder / "final.ckpt")
-            torch.save({"state_dict": built.task.state_dict()}, final)
+        trainer = _trainer(built, tracker)
+        metrics = run_phases(trainer, built, operative["phases"], resume_checkpoint)
+        final = _save_final(built.task, unit_hash) if is_rank_zero() else None
     except BaseException as error:
         if tracker:
             tracker.finish(error)
@@ -295,24 +256,90 @@ def run_unit(
     return result
 
 
-def _client(uri: str | None) -> Any:
-    from mlflow.tracking import MlflowClient
+def _seed(operative: dict[str, Any]) -> None:
+    import lightning as L
+    import torch
 
-    from framework.tracking import DEFAULT_URI
+    torch.set_num_threads(operative["hardware"]["threads"])
+    L.seed_everything(operative["seed"], workers=True, verbose=False)
 
-    return MlflowClient(uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
+
+def _open_run(unit: Unit, unit_hash: str, overrides: list[str], parent_run_id: str | None,
+              resume_run_id: str | None) -> tuple[Any, str | None]:
+    """(tracker, run id): a new MLflow run, or the resumed one. Ranks other than zero get no
+    tracker and the run id rank zero exported in $EXPSPEC_RUN_ID (None before it has one)."""
+    from framework.tracking import Tracker
+
+    if not is_rank_zero():
+        return None, os.environ.get("EXPSPEC_RUN_ID")
+    tracker = Tracker(unit.operative, unit.loaded.source, unit_hash, overrides, parent_run_id)
+    run_id = tracker.attach(resume_run_id) if resume_run_id else tracker.start()
+    os.environ["EXPSPEC_RUN_ID"] = run_id  # for DDP ranks started by Lightning's launcher
+    return tracker, run_id
+
+
+def _trainer(built: Any, tracker: Any) -> Any:
+    """Lightning's Trainer for a built spec: a progress bar on a terminal, our MLflow logger on
+    rank zero, Lightning's files under runs_dir()."""
+    import lightning as L
+    from lightning.pytorch.callbacks import ProgressBar
+
+    callbacks = list(built.callbacks)
+    if sys.stderr.isatty() and not any(isinstance(c, ProgressBar) for c in callbacks):
+        from components.callbacks.progress import progress_bar
+
+        callbacks.append(progress_bar())
+    return L.Trainer(
+        **built.trainer_kwargs,
+        callbacks=callbacks,
+        logger=tracker.logger() if tracker else False,
+        default_root_dir=str(runs_dir()),
+        enable_progress_bar=any(isinstance(c, ProgressBar) for c in callbacks),
+        enable_model_summary=False,
+    )
+
+
+def run_phases(trainer: Any, built: Any, phases: list[str], resume_checkpoint: str | None = None) -> dict[str, float]:
+    """Run the phases (fit, test, predict) in order; the last value of every scalar metric any
+    phase produced. An interrupted fit raises KeyboardInterrupt (the run is marked KILLED)."""
+    metrics: dict[str, float] = {}
+    for phase in phases:
+        if phase == "fit":
+            trainer.fit(built.task, datamodule=built.data, ckpt_path=resume_checkpoint)
+            if trainer.interrupted:
+                raise KeyboardInterrupt("training was interrupted")
+        elif phase == "test":
+            trainer.test(built.task, datamodule=built.data, verbose=False)
+        else:
+            trainer.predict(built.task, datamodule=built.data, return_predictions=False)
+        # each phase resets Lightning's callback_metrics: keep the last value of every key
+        metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
+    return metrics
+
+
+def _save_final(task: Any, unit_hash: str) -> str:
+    """Store the task's final weights in the cache folder of its hash; their path."""
+    import torch
+
+    folder = cache_dir() / unit_hash
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / "final.ckpt"
+    torch.save({"state_dict": task.state_dict()}, final)
+    return str(final)
 
 
 def stored_spec(run_id: str, uri: str | None = None) -> tuple[Any, Path]:
     """(the MLflow run, its resolved_spec.yaml downloaded to a temporary folder)."""
     import tempfile
 
-    client = _client(uri)
+    from framework.tracking import client
+
+    mlflow_client = client(uri)
     try:
-        run_info = client.get_run(run_id)
+        run_info = mlflow_client.get_run(run_id)
     except Exception as error:
-        raise SystemExit(f"error: no run '{run_id}' in {client.tracking_uri}: {error}") from None
-    path = client.download_artifacts(run_id, "resolved_spec.yaml", tempfile.mkdtemp(prefix="expspec-"))
+        raise SystemExit(f"error: no run '{run_id}' in {mlflow_client.tracking_uri}: {error}") from None
+    path = mlflow_client.download_artifacts(run_id, "resolved_spec.yaml", tempfile.mkdtemp(prefix="expspec-"))
     return run_info, Path(path)
 
 

@@ -47,6 +47,22 @@ def _kind_table(meta: Any) -> str | None:
     return table if type(meta).__name__ == "Kind" and isinstance(table, str) else None
 
 
+# The weight a term of a weighted mapping (components.kinds.WeightedLosses) may carry.
+TERM_WEIGHT = {"type": "number", "minimum": 0, "default": 1.0,
+               "description": "factor on this term in the sum, >= 0"}
+
+
+def terms_schema(table: str, name_pattern: str) -> dict[str, Any]:
+    """A weighted mapping: term name -> `term.<table>` node (a `<table>` node plus `weight`), or
+    null, which removes a term an `extends:` base defined (see framework.validate)."""
+    return {
+        "type": "object",
+        "minProperties": 1,
+        "propertyNames": {"pattern": name_pattern},
+        "additionalProperties": {"anyOf": [{"$ref": f"#/$defs/term.{table}"}, {"type": "null"}]},
+    }
+
+
 def type_schema(annotation: Any) -> Any:
     """JSON Schema for a Python annotation, or `_NO_JSON`."""
     if annotation is inspect.Parameter.empty or annotation is Any:
@@ -56,6 +72,8 @@ def type_schema(annotation: Any) -> Any:
     if origin is typing.Annotated:
         for meta in annotation.__metadata__:
             table = _kind_table(meta)
+            if table and getattr(meta, "weighted", False):
+                return terms_schema(table, meta.TERM_NAME)
             if table:
                 return {"$ref": f"#/$defs/node.{table}"}
         return type_schema(args[0])
@@ -207,17 +225,40 @@ def component_schema(table: str, name: str) -> dict[str, Any]:
     }
 
 
-def node_definition(table: str, names: list[str]) -> dict[str, Any]:
-    """`node.<table>`: a mapping whose `type` is one of the table's names, then that name's schema."""
+def node_definition(table: str, names: list[str], prefix: str = "") -> dict[str, Any]:
+    """`node.<table>`: a mapping whose `type` is one of the table's names, then that name's schema
+    (`<prefix><table>.<name>`: prefix "term." for the terms of a weighted mapping)."""
     return {
         "type": "object",
         "required": ["type"],
         "properties": {"type": {"enum": names}},
         "allOf": [
-            {"if": {"properties": {"type": {"const": n}}}, "then": {"$ref": f"#/$defs/{table}.{n}"}}
+            {"if": {"properties": {"type": {"const": n}}}, "then": {"$ref": f"#/$defs/{prefix}{table}.{n}"}}
             for n in names
         ],
     }
+
+
+def term_definition(component: dict[str, Any]) -> dict[str, Any]:
+    """`term.<table>.<name>`: the component's node schema with `weight` added after `type`."""
+    properties = dict(component["properties"])
+    if "weight" in properties:
+        raise ValueError(f"{component['x-target']} takes an argument 'weight', which a term of a "
+                         "weighted sum uses for its own weight; rename the argument")
+    term = dict(component, properties={"type": properties.pop("type"), "weight": TERM_WEIGHT, **properties})
+    term["title"] = f"term: {component['title']}"
+    return term
+
+
+def _weighted_tables(value: Any) -> set[str]:
+    """The tables whose weighted mappings (`term.<table>` refs) occur anywhere in `value`."""
+    if isinstance(value, dict):
+        found = {value["$ref"].removeprefix("#/$defs/term.")} \
+            if str(value.get("$ref", "")).startswith("#/$defs/term.") else set()
+        return found.union(*(_weighted_tables(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_weighted_tables(v) for v in value))
+    return set()
 
 
 def _replace_placeholders(value: Any) -> Any:
@@ -230,8 +271,15 @@ def _replace_placeholders(value: Any) -> Any:
     return value
 
 
-def build_schema() -> dict[str, Any]:
-    """The whole spec schema (imports every registered component)."""
+def is_plugin(table: str, name: str) -> bool:
+    """Whether an entry comes from an installed plugin (see registry.py), not from this repository."""
+    return registry.KINDS[table].origin_of(name).startswith("plugin ")
+
+
+def build_schema(plugins: bool = False) -> dict[str, Any]:
+    """The whole spec schema (imports every registered component). The committed file holds this
+    repository's components only (`plugins=False`), so that it does not depend on what a machine
+    has installed; `exp schema --plugins -o FILE` writes one for an editor that also knows them."""
     from framework.spec import Spec
 
     schema = _replace_placeholders(Spec.model_json_schema())
@@ -250,10 +298,19 @@ def build_schema() -> dict[str, Any]:
     schema["required"] = ["name", "paper"]
     defs = schema.setdefault("$defs", {})
     for table, reg in registry.KINDS.items():
-        names = reg.names()
+        if not reg.in_specs:
+            continue
+        names = [n for n in reg.names() if plugins or not is_plugin(table, n)]
         defs[f"node.{table}"] = node_definition(table, names)
         for name in names:
             defs[f"{table}.{name}"] = component_schema(table, name)
+    # Weighted mappings (`terms:` of weighted_sum) get their own term definitions, so that an
+    # editor accepts `weight` inside a term and nowhere else, as `exp validate` does.
+    for table in sorted(_weighted_tables(defs)):
+        names = registry.KINDS[table].names()
+        defs[f"term.{table}"] = node_definition(table, names, prefix="term.")
+        for name in names:
+            defs[f"term.{table}.{name}"] = term_definition(defs[f"{table}.{name}"])
     return schema
 
 
@@ -263,20 +320,25 @@ def write_schema(path: pathlib.Path = SCHEMA_PATH) -> pathlib.Path:
 
 
 class CommittedSchemas:
-    """Component schemas read from the committed JSON file: no torch import."""
+    """Component schemas read from the committed JSON file: no torch import. An installed plugin's
+    components are not in that file; their schemas come from their live signatures (which imports
+    the plugin's module, and whatever it imports)."""
 
     def __init__(self, path: pathlib.Path = SCHEMA_PATH) -> None:
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing; run `exp schema` to write it")
         self.defs: dict[str, Any] = json.loads(path.read_text())["$defs"]
+        self._live = LiveSchemas()
 
     def names(self, table: str) -> list[str]:
-        return list(self.defs[f"node.{table}"]["properties"]["type"]["enum"])
+        return registry.KINDS[table].names()
 
     def component(self, table: str, name: str) -> dict[str, Any]:
         key = f"{table}.{name}"
         if key not in self.defs:
             registry.KINDS[table].target(name)  # raises UnknownComponent with close matches
+            if is_plugin(table, name):
+                return self._live.component(table, name)
             raise LookupError(
                 f"{registry.KINDS[table].kind} '{name}' is registered but missing from "
                 f"{SCHEMA_PATH.name}; run `exp schema` to regenerate it"

@@ -119,7 +119,7 @@ class RandomSearch(Section):
 
 class Sweep(Section):
     """Trials = grid (cartesian product) x zip (i-th values together) x random samples x seeds.
-    Keys are override paths (`loss.terms.1.weight`); each trial is the spec with those overrides."""
+    Keys are override paths (`loss.terms.cvm.weight`); each trial is the spec with those overrides."""
 
     grid: dict[str, list[Any]] = {}
     zip: dict[str, list[Any]] = {}

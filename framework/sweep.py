@@ -85,92 +85,18 @@ def run_sweep(
     cores: int | None = None,
     echo: Any = print,
 ) -> SweepResult:
-    import hashlib
-
-    from framework.tracking import Tracker
-
+    """Run the spec's trials, `jobs` at a time, as child runs of one parent run (see the module
+    docstring). The parent ends FINISHED when every trial finished or was skipped, else FAILED."""
     overrides = list(overrides or [])
     trials, hashes, base = plan_trials(spec_path, overrides)
     threads = max(1, (cores or os.cpu_count() or 1) // max(1, jobs))
-    sweep_hash = hashlib.sha256("|".join(hashes).encode()).hexdigest()[:16]
-    tracker = Tracker({**base, "name": f"{base['name']} sweep"}, str(spec_path), sweep_hash, overrides,
-                      extra_tags={"expspec.sweep": "true", "expspec.sweep_hash": sweep_hash,
-                                  "expspec.trials": str(len(trials))})
-    experiment_id = tracker._experiment_id(base["paper"])
-    earlier = tracker.client.search_runs(
-        [experiment_id], filter_string=f"tags.`expspec.sweep_hash` = '{sweep_hash}'", max_results=1)
-    parent = tracker.attach(earlier[0].info.run_id) if earlier else tracker.start(log_params=False)
-    done = _finished_hashes(tracker.client, experiment_id)
-
-    outcomes: dict[int, TrialOutcome] = {}
-    todo = []
-    for i, (trial, h) in enumerate(zip(trials, hashes)):
-        if h in done:
-            outcomes[i] = TrialOutcome(trial, SKIPPED, run_id=done[h], message=f"finished run {done[h][:8]} has hash {h}")
-            echo(f"[skip] {trial.name}: already finished (run {done[h][:8]}, same spec hash)")
-        else:
-            todo.append(i)
+    tracker, done = _open_parent(spec_path, overrides, base, hashes)
+    parent = tracker.run_id
+    outcomes, todo = _skip_finished(trials, hashes, done, echo)
     echo(f"sweep {base['name']}: {len(trials)} trial(s), {len(todo)} to run, {jobs} job(s) x {threads} thread(s); "
          f"parent run {parent}")
-
-    workdir = Path(tempfile.mkdtemp(prefix="expspec-sweep-"))
-    processes: dict[int, subprocess.Popen] = {}
-    stop = False
-
-    def launch(i: int) -> TrialOutcome:
-        trial = trials[i]
-        result_file = workdir / f"{i}.json"
-        log_file = workdir / f"{i}.log"
-        env = {**os.environ, "EXPSPEC_PARENT_RUN_ID": parent, "EXPSPEC_RESULT_FILE": str(result_file),
-               "EXPSPEC_RUN_NAME": f"{base['name']}[{trial.name}]"}
-        env.pop("EXPSPEC_RUN_ID", None)
-        command = [sys.executable, "-m", "framework.cli", "run", str(spec_path), *overrides, *trial.overrides,
-                   f"hardware.threads={threads}"]
-        start = time.perf_counter()
-        with open(log_file, "w") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-            processes[i] = process
-            code = process.wait()
-        seconds = time.perf_counter() - start
-        if code == 0 and result_file.is_file():
-            data = json.loads(result_file.read_text())
-            return TrialOutcome(trial, FINISHED, data["run_id"], data["metrics"], seconds)
-        lines = [l for l in log_file.read_text().splitlines() if l.strip()]
-        status = KILLED if code in (-signal.SIGTERM, 130, 143) else FAILED
-        return TrialOutcome(trial, status, None, {}, seconds, lines[-1] if lines else f"exit code {code}")
-
-    failures = 0
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        pending: dict[Future, int] = {}
-        queue = list(todo)
-        while queue or pending:
-            while queue and len(pending) < jobs and not stop:
-                i = queue.pop(0)
-                pending[pool.submit(launch, i)] = i
-            if not pending:
-                break
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                i = pending.pop(future)
-                outcome = future.result()
-                outcomes[i] = outcome
-                n = len(outcomes)
-                if outcome.status == FINISHED:
-                    shown = ", ".join(f"{k}={v:.4g}" for k, v in sorted(outcome.metrics.items()) if k.startswith("test/"))
-                    echo(f"[{n}/{len(trials)}] {outcome.trial.name}: finished in {outcome.seconds:.1f}s  {shown}")
-                else:
-                    failures += 1
-                    echo(f"[{n}/{len(trials)}] {outcome.trial.name}: {outcome.status} after {outcome.seconds:.1f}s: "
-                         f"{outcome.message}")
-                    if fail_fast and not stop:
-                        stop = True
-                        echo("--fail-fast: stopping the running trials and launching no more")
-                        for j, process in processes.items():
-                            if process.poll() is None:
-                                process.send_signal(signal.SIGTERM)
-        for i in queue:
-            outcomes[i] = TrialOutcome(trials[i], "NOT RUN", message="not launched after a failure (--fail-fast)")
-
+    processes = TrialProcesses(spec_path, overrides, parent, base["name"], threads)
+    _run_pool(processes, [(i, trials[i]) for i in todo], jobs, fail_fast, outcomes, len(trials), echo)
     result = SweepResult(parent, [outcomes[i] for i in sorted(outcomes)])
     echo(summary(result))
     if result.failed:
@@ -179,6 +105,117 @@ def run_sweep(
     else:
         tracker.finish()
     return result
+
+
+def _open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, Any],
+                 hashes: list[str]) -> tuple[Any, dict[str, str]]:
+    """(the parent run's tracker, spec hash -> id of a FINISHED run in the experiment). The parent
+    run of an earlier invocation of the same sweep (same trial hashes) is reopened, not duplicated."""
+    import hashlib
+
+    from framework.tracking import Tracker, experiment_id
+
+    sweep_hash = hashlib.sha256("|".join(hashes).encode()).hexdigest()[:16]
+    tracker = Tracker({**base, "name": f"{base['name']} sweep"}, str(spec_path), sweep_hash, overrides,
+                      extra_tags={"expspec.sweep": "true", "expspec.sweep_hash": sweep_hash,
+                                  "expspec.trials": str(len(hashes))})
+    experiment = experiment_id(tracker.client, base["paper"])
+    earlier = tracker.client.search_runs(
+        [experiment], filter_string=f"tags.`expspec.sweep_hash` = '{sweep_hash}'", max_results=1)
+    if earlier:
+        tracker.attach(earlier[0].info.run_id)
+    else:
+        tracker.start(log_params=False)
+    return tracker, _finished_hashes(tracker.client, experiment)
+
+
+def _skip_finished(trials: list[Trial], hashes: list[str], done: dict[str, str],
+                   echo: Any) -> tuple[dict[int, TrialOutcome], list[int]]:
+    """(SKIPPED outcomes by trial index, indices of the trials still to run)."""
+    outcomes: dict[int, TrialOutcome] = {}
+    todo = []
+    for i, (trial, h) in enumerate(zip(trials, hashes)):
+        if h in done:
+            outcomes[i] = TrialOutcome(trial, SKIPPED, run_id=done[h], message=f"finished run {done[h][:8]} has hash {h}")
+            echo(f"[skip] {trial.name}: already finished (run {done[h][:8]}, same spec hash)")
+        else:
+            todo.append(i)
+    return outcomes, todo
+
+
+class TrialProcesses:
+    """Each trial is `exp run SPEC OVERRIDES... hardware.threads=N` in a child process, a child run
+    of the parent (through $EXPSPEC_PARENT_RUN_ID); it reports its result in a JSON file and its
+    output goes to a log file, whose last line is the message of a failed trial."""
+
+    def __init__(self, spec_path: str | Path, overrides: list[str], parent_run_id: str, name: str,
+                 threads: int) -> None:
+        self.spec_path, self.overrides, self.parent_run_id = spec_path, overrides, parent_run_id
+        self.name, self.threads = name, threads
+        self.workdir = Path(tempfile.mkdtemp(prefix="expspec-sweep-"))
+        self.running: dict[int, subprocess.Popen] = {}
+
+    def run(self, i: int, trial: Trial) -> TrialOutcome:
+        """Run trial `i` to its end (called from a worker thread)."""
+        result_file, log_file = self.workdir / f"{i}.json", self.workdir / f"{i}.log"
+        env = {**os.environ, "EXPSPEC_PARENT_RUN_ID": self.parent_run_id, "EXPSPEC_RESULT_FILE": str(result_file),
+               "EXPSPEC_RUN_NAME": f"{self.name}[{trial.name}]"}
+        env.pop("EXPSPEC_RUN_ID", None)
+        command = [sys.executable, "-m", "framework.cli", "run", str(self.spec_path), *self.overrides,
+                   *trial.overrides, f"hardware.threads={self.threads}"]
+        start = time.perf_counter()
+        with open(log_file, "w") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+            self.running[i] = process
+            code = process.wait()
+        seconds = time.perf_counter() - start
+        if code == 0 and result_file.is_file():
+            data = json.loads(result_file.read_text())
+            return TrialOutcome(trial, FINISHED, data["run_id"], data["metrics"], seconds)
+        lines = [line for line in log_file.read_text().splitlines() if line.strip()]
+        status = KILLED if code in (-signal.SIGTERM, 130, 143) else FAILED
+        return TrialOutcome(trial, status, None, {}, seconds, lines[-1] if lines else f"exit code {code}")
+
+    def stop(self) -> None:
+        """SIGTERM every trial still running: each marks its run KILLED (see framework.cli)."""
+        for process in self.running.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+
+
+def _run_pool(processes: TrialProcesses, todo: list[tuple[int, Trial]], jobs: int, fail_fast: bool,
+              outcomes: dict[int, TrialOutcome], total: int, echo: Any) -> None:
+    """Run the trials `jobs` at a time, in order, adding each outcome (by trial index) as it
+    arrives. With `fail_fast`, the first failure stops the running trials and launches no more;
+    those never launched get the status NOT RUN."""
+    queue = list(todo)
+    stopping = False
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        pending: dict[Future, int] = {}
+        while queue or pending:
+            while queue and len(pending) < jobs and not stopping:
+                i, trial = queue.pop(0)
+                pending[pool.submit(processes.run, i, trial)] = i
+            if not pending:
+                break
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                outcome = future.result()
+                outcomes[pending.pop(future)] = outcome
+                echo(_progress_line(outcome, len(outcomes), total))
+                if outcome.status != FINISHED and fail_fast and not stopping:
+                    stopping = True
+                    echo("--fail-fast: stopping the running trials and launching no more")
+                    processes.stop()
+    for i, trial in queue:
+        outcomes[i] = TrialOutcome(trial, "NOT RUN", message="not launched after a failure (--fail-fast)")
+
+
+def _progress_line(outcome: TrialOutcome, done: int, total: int) -> str:
+    if outcome.status == FINISHED:
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in sorted(outcome.metrics.items()) if k.startswith("test/"))
+        return f"[{done}/{total}] {outcome.trial.name}: finished in {outcome.seconds:.1f}s  {shown}"
+    return f"[{done}/{total}] {outcome.trial.name}: {outcome.status} after {outcome.seconds:.1f}s: {outcome.message}"
 
 
 def summary(result: SweepResult) -> str:

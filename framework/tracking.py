@@ -1,6 +1,6 @@
 """MLflow tracking of a run: experiment = paper; params = the flattened operative spec; tags = spec
 path, spec hash, git commit and dirty flag, package versions; artifact = resolved_spec.yaml;
-metrics through Lightning's MLflow logger with `stage/name` keys.
+metrics through Lightning's MLflow logger with `split/name` keys (`train/loss`, `test/accuracy`).
 
 The runner owns the run's lifecycle: it creates the run before building anything and always ends
 it, FINISHED, FAILED (the error text logged as a tag and as error.txt) or KILLED (Ctrl-C), so no
@@ -18,19 +18,51 @@ import socket
 import subprocess
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from lightning.pytorch.loggers import MLFlowLogger
 
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
+    from framework.mlflow_logger import RunLogger
+
+# This module imports neither Lightning nor MLflow at import time: `exp compare` and `exp reproduce`
+# resolve the store through it before (or without) training anything.
 DEFAULT_URI = "sqlite:///mlflow.db"
 PACKAGES = ("expspec", "torch", "lightning", "torchmetrics", "mlflow", "pydantic", "numpy")
 _MAX_PARAM = 6000  # MLflow's limit on a param value's length
 
 
-def tracking_uri(operative: dict[str, Any]) -> str:
-    """`tracking.uri`, else MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working directory."""
-    return operative["tracking"]["uri"] or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+def tracking_uri(uri: str | None = None) -> str:
+    """The MLflow store to use: `uri` (a spec's `tracking.uri`, a `--tracking-uri` argument) when
+    given, else $MLFLOW_TRACKING_URI when set and non-empty, else `sqlite:///mlflow.db` in the
+    working directory. Every command resolves its store here."""
+    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
+def client(uri: str | None = None) -> MlflowClient:
+    """An MLflow client of the store `tracking_uri(uri)` names."""
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=tracking_uri(uri))
+
+
+def experiment_id(mlflow_client: MlflowClient, name: str) -> str:
+    """The id of experiment `name`: restored if it was deleted, created if it does not exist (safe
+    when another process creates it at the same moment)."""
+    experiment = mlflow_client.get_experiment_by_name(name)
+    if experiment is not None:
+        if experiment.lifecycle_stage == "deleted":
+            mlflow_client.restore_experiment(experiment.experiment_id)
+        return experiment.experiment_id
+    try:
+        return mlflow_client.create_experiment(name)
+    except Exception:  # another process created it between the two calls
+        experiment = mlflow_client.get_experiment_by_name(name)
+        if experiment is None:
+            raise
+        return experiment.experiment_id
 
 
 def process_tags() -> dict[str, str]:
@@ -85,15 +117,6 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-class RunLogger(MLFlowLogger):
-    """Lightning's MLflow logger, writing into a run the runner created. Lightning finalizes its
-    loggers at the end of fit *and* of test; the runner, not Lightning, sets the final status."""
-
-    def finalize(self, status: str = "success") -> None:
-        if self._initialized and self._checkpoint_callback:
-            self._scan_and_log_checkpoints(self._checkpoint_callback)
-
-
 class Tracker:
     """One MLflow run of one operative spec (or the parent run of stages or of a sweep).
 
@@ -111,13 +134,11 @@ class Tracker:
         parent_run_id: str | None = None,
         extra_tags: dict[str, str] | None = None,
     ) -> None:
-        from mlflow.tracking import MlflowClient
-
         self.operative, self.spec_path, self.spec_hash, self.overrides = operative, spec_path, spec_hash, overrides
         self.parent_run_id = parent_run_id or os.environ.get("EXPSPEC_PARENT_RUN_ID") or None
         self.extra_tags = extra_tags or {}
-        self.uri = tracking_uri(operative)
-        self.client = MlflowClient(tracking_uri=self.uri)
+        self.uri = tracking_uri(operative["tracking"]["uri"])
+        self.client = client(self.uri)
         self.run_id: str | None = None
 
     def attach(self, run_id: str) -> str:
@@ -129,11 +150,11 @@ class Tracker:
             self.client.set_tag(run_id, key, value)
         return run_id
 
-    def reap_orphans(self, experiment_id: str) -> list[str]:
-        """Mark KILLED the RUNNING runs of this experiment whose process, on this host, is gone."""
+    def reap_orphans(self, experiment: str) -> list[str]:
+        """Mark KILLED the RUNNING runs of this experiment (an id) whose process, on this host, is gone."""
         host = socket.gethostname()
         orphans = []
-        for run in self.client.search_runs([experiment_id], "attributes.status = 'RUNNING'", max_results=1000):
+        for run in self.client.search_runs([experiment], "attributes.status = 'RUNNING'", max_results=1000):
             tags = run.data.tags
             if tags.get("expspec.host") != host or not tags.get("expspec.pid", "").isdigit():
                 continue  # another machine's run, or one from before these tags: cannot tell
@@ -145,20 +166,6 @@ class Tracker:
             self.client.set_terminated(run_id, "KILLED")
             orphans.append(run_id)
         return orphans
-
-    def _experiment_id(self, name: str) -> str:
-        experiment = self.client.get_experiment_by_name(name)
-        if experiment is not None:
-            if experiment.lifecycle_stage == "deleted":
-                self.client.restore_experiment(experiment.experiment_id)
-            return experiment.experiment_id
-        try:
-            return self.client.create_experiment(name)
-        except Exception:  # another process created it between the two calls
-            experiment = self.client.get_experiment_by_name(name)
-            if experiment is None:
-                raise
-            return experiment.experiment_id
 
     def start(self, log_params: bool = True) -> str:
         from mlflow.entities import Param
@@ -184,9 +191,9 @@ class Tracker:
         if state:
             tags["mlflow.source.git.commit"], dirty = state
             tags["expspec.git_dirty"] = str(dirty).lower()
-        experiment_id = self._experiment_id(op["paper"])
-        self.reap_orphans(experiment_id)
-        run = self.client.create_run(experiment_id, run_name=run_name, tags=tags)
+        experiment = experiment_id(self.client, op["paper"])
+        self.reap_orphans(experiment)
+        run = self.client.create_run(experiment, run_name=run_name, tags=tags)
         self.run_id = run.info.run_id
         params = [Param(k, v[:_MAX_PARAM]) for k, v in flatten(op).items()] if log_params else []
         for start in range(0, len(params), 100):
@@ -205,6 +212,9 @@ class Tracker:
             self.client.log_batch(self.run_id, metrics=entries[start : start + 500])
 
     def logger(self) -> RunLogger:
+        """Lightning's logger for this run (imports Lightning)."""
+        from framework.mlflow_logger import RunLogger
+
         assert self.run_id is not None
         log_model = self.operative["tracking"]["log_checkpoints"]
         return RunLogger(tracking_uri=self.uri, run_id=self.run_id, log_model=log_model)

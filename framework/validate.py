@@ -4,19 +4,39 @@ Sections are checked by the pydantic types in `framework.spec`; component nodes 
 Schema of the named component (from the committed schema file for `exp validate`, from live
 signatures for `exp run`). Every problem is collected before raising, and each is reported with
 its file:line:col, its key path, what is wrong and what would be valid.
+
+Weighted terms (`terms:` of weighted_sum, annotated `components.kinds.WeightedLosses`): a mapping
+of term name -> loss node, names lower_snake_case. A term node may carry `weight` (a finite number
+>= 0, default 1.0), the only place a spec writes a weight; the operative spec has each term as
+`{type, weight, ...arguments}`, in the order written (an `extends:` child's new terms come after
+its base's). A term whose value is null is removed: that is how a child spec drops a term its base
+defined (`terms: {cvm: null}`), and how an override does (`loss.terms.cvm=null`); at least one
+term must remain.
+
+Old spellings: when a check fails, `OLD_SPELLINGS` is consulted before the generic message. Each
+entry names the check (`terms`: a weighted mapping is not a mapping; `term name`: a term name is
+not lower_snake_case; `argument`: a component has no such argument), says when the failure is an
+old spelling, and writes the message in the new spelling (the list of terms as the equivalent
+mapping, `loss.terms.<name>.weight` for an index, where a weight now goes). A later rename adds
+one entry to that table.
 """
 
 from __future__ import annotations
 
 import difflib
-from typing import Any, Protocol
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
 
 import jsonschema
+import yaml
 from pydantic import BaseModel, ValidationError
 
 import registry
-from framework.errors import Path, Problem, SpecError
+from framework.errors import Path, Problem, SpecError, format_path
 from framework.loader import Loaded
+from framework.schema import TERM_WEIGHT
 from framework.spec import NODE_SLOTS, Hardware, Spec, Tracking, Trainer
 
 _SECTIONS: dict[str, type[BaseModel]] = {"hardware": Hardware, "trainer": Trainer, "tracking": Tracking}
@@ -31,6 +51,9 @@ def describe(schema: Any) -> str:
     """Human text for what a JSON Schema accepts: 'a number', "one of 'a', 'b'", ..."""
     if not schema:
         return "any value"
+    terms = _node_ref(schema)
+    if terms and terms[1] == "terms":
+        return f"a mapping of term name -> {registry.KINDS[terms[0]].kind} node (each with an optional weight)"
     if "$ref" in schema:
         table = schema["$ref"].rsplit("node.", 1)[-1]
         return f"a {registry.KINDS[table].kind} node" if table in registry.KINDS else "a component node"
@@ -111,6 +134,80 @@ def _unknown_key(owner: str, key: str, valid: list[str], kind: str = "key") -> s
     return f"{owner} has no {kind} '{key}'. Valid {kind}s: {', '.join(valid) or 'none'}."
 
 
+def _flow(value: Any) -> str:
+    """A value as one line of flow-style YAML, keys in the order written."""
+    return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1 << 20).strip().removesuffix("\n...")
+
+
+def _as_named_terms(terms: list[Any], pattern: str) -> dict[str, Any]:
+    """A list of terms (the old spelling) as the equivalent mapping: each term named after its
+    type, a repeated type suffixed from its second occurrence on (mse, mse_1), nested lists too;
+    a term whose type is no valid name is `term_<index>`."""
+    named: dict[str, Any] = {}
+    for index, term in enumerate(terms):
+        kind = term.get("type") if isinstance(term, dict) else None
+        base = kind if isinstance(kind, str) and re.match(pattern, kind) else f"term_{index}"
+        name, suffix = base, 0
+        while name in named:
+            suffix += 1
+            name = f"{base}_{suffix}"
+        if isinstance(term, dict) and isinstance(term.get("terms"), list):
+            term = {**term, "terms": _as_named_terms(term["terms"], pattern)}
+        named[name] = term
+    return named
+
+
+def _listed_terms(value: Any, where: dict[str, Any]) -> str:
+    named = _as_named_terms(value, where["pattern"])
+    weighted = [n for n, t in named.items() if isinstance(t, dict) and "weight" in t] or list(named)
+    example = format_path((*where["path"], weighted[-1], "weight")) if named else format_path((*where["path"], "<name>"))
+    return (f"terms are named, not listed, so that a key path such as {example} stays on its term "
+            f"when terms are reordered; write terms: {_flow(named)}")
+
+
+def _numbered_term(value: Any, where: dict[str, Any]) -> str:
+    term = where["term"]
+    rest = f".{next(iter(term))}" if isinstance(term, dict) and len(term) == 1 else ""
+    names = ", ".join(where["names"]) or "none"
+    return (f"terms are named, not numbered: write {format_path(where['path'])}.<name>{rest} "
+            f"with <name> one of: {names}")
+
+
+def _lone_weight(value: Any, where: dict[str, Any]) -> str:
+    owner = where["owner"]
+    term = _flow({"type": "weighted_sum", "terms": {owner: {"type": owner, "weight": where["given"]}}})
+    return f"{owner} has no argument 'weight'; a weight belongs to a term of weighted_sum: {term}"
+
+
+@dataclass(frozen=True)
+class OldSpelling:
+    """A spelling the spec language no longer accepts, and how to write it now (see the module
+    docstring). `applies(value, where)` and `advice(value, where)` get the offending value (a
+    node, a name, a key) and what the failed check knows about its place (`where`)."""
+
+    check: str
+    applies: Callable[[Any, dict[str, Any]], bool]
+    advice: Callable[[Any, dict[str, Any]], str]
+
+
+OLD_SPELLINGS: list[OldSpelling] = [
+    # Terms of weighted_sum were a list, addressed by index (loss.terms.1.weight): reordering them
+    # silently moved every override, sweep axis and compared param to another term.
+    OldSpelling("terms", lambda value, where: isinstance(value, list), _listed_terms),
+    OldSpelling("term name", lambda value, where: str(value).isdigit(), _numbered_term),
+    # Every loss took a `weight`, applied only inside weighted_sum and silently ignored elsewhere.
+    OldSpelling("argument", lambda value, where: where["table"] == "losses" and value == "weight", _lone_weight),
+]
+
+
+def old_spelling(check: str, value: Any, **where: Any) -> str | None:
+    """The message of the first `OLD_SPELLINGS` entry that explains this failed check, if any."""
+    for entry in OLD_SPELLINGS:
+        if entry.check == check and entry.applies(value, where):
+            return entry.advice(value, where)
+    return None
+
+
 class _Checker:
     def __init__(self, loaded: Loaded, schemas: Schemas) -> None:
         self.loaded, self.schemas = loaded, schemas
@@ -150,7 +247,8 @@ class _Checker:
                 if key in reg.runtime:
                     self.problem((*path, key), f"'{key}' is supplied by the builder at run time; remove it from the spec", at_key=True)
                 else:
-                    self.problem((*path, key), _unknown_key(name, key, arguments, "argument"), at_key=True)
+                    message = old_spelling("argument", key, table=table, owner=name, given=value[key])
+                    self.problem((*path, key), message or _unknown_key(name, key, arguments, "argument"), at_key=True)
         for key in schema.get("required", []):
             if key not in value:
                 self.problem(path, f"{name} is missing required argument '{key}' ({describe(properties[key])})", at_key=True)
@@ -169,8 +267,10 @@ class _Checker:
     def argument(self, value: Any, schema: dict[str, Any], path: Path) -> Any:
         nested = _node_ref(schema)
         if nested and value is not None:
-            table, many = nested
-            if many:
+            table, shape = nested
+            if shape == "terms":
+                return self.terms(value, table, _terms_member(schema), path)
+            if shape == "list":
                 if not isinstance(value, list):
                     self.problem(path, f"expected {describe(schema)}, got {_got(value)}")
                     return value
@@ -182,6 +282,52 @@ class _Checker:
             sub = (*path, *error.path)
             self.problem(sub, self._value_message(error.instance, error))
         return value
+
+    def terms(self, value: Any, table: str, schema: dict[str, Any], path: Path) -> Any:
+        """A weighted mapping: name -> node with an optional weight (see the module docstring)."""
+        kind = registry.KINDS[table].kind
+        if not isinstance(value, dict):
+            message = old_spelling("terms", value, path=path, pattern=schema["propertyNames"]["pattern"])
+            self.problem(path, message or f"expected {describe(schema)}, got {_got(value)}")
+            return value
+        kept = {name: term for name, term in value.items() if term is not None}  # null removes a term
+        if not value:
+            self.problem(path, f"expected at least one term (name -> {kind} node), got {_got(value)}")
+        elif not kept:  # shown where the last term was removed: the file, a child spec or an override
+            mark = self.loaded.value_mark((*path, list(value)[-1]))
+            self.problems.append(Problem(mark, path, "every term is removed (null): keep at least one, or "
+                                                     f"replace {format_path(path[:-1])} with a node of another type"))
+        pattern = schema["propertyNames"]["pattern"]
+        typed = [n for n, t in kept.items() if re.match(pattern, n) and isinstance(t, dict) and "type" in t]
+        out: dict[str, Any] = {}
+        for name, term in kept.items():
+            sub = (*path, name)
+            if not re.match(pattern, name):
+                message = old_spelling("term name", name, path=path, names=typed, term=term)
+                self.problem(sub, message or f"term names are lower_snake_case (they are key paths and "
+                                             f"metric names), got '{name}'", at_key=True)
+                continue
+            if isinstance(term, dict) and "type" not in term:
+                match = _close(name, typed)
+                if match:  # e.g. an override or a child spec that misspelled an existing term
+                    self.problem(sub, f"term '{name}' has no 'type' (a new term needs one). "
+                                      f"Did you mean '{match}'?", at_key=True)
+                    continue
+            weight = term.get("weight", TERM_WEIGHT["default"]) if isinstance(term, dict) else None
+            if isinstance(term, dict) and "weight" in term:
+                self.term_weight(weight, (*sub, "weight"))
+            rest = {k: v for k, v in term.items() if k != "weight"} if isinstance(term, dict) else term
+            filled = self.node(rest, table, sub)
+            if isinstance(filled, dict) and "type" in filled:
+                out[name] = {"type": filled["type"], "weight": weight,
+                             **{k: v for k, v in filled.items() if k != "type"}}
+        return out
+
+    def term_weight(self, weight: Any, path: Path) -> None:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            self.problem(path, f"expected a number >= 0, got {_got(weight)}{_hint(weight, TERM_WEIGHT)}")
+        elif not (math.isfinite(weight) and weight >= 0):
+            self.problem(path, f"must be a finite number >= 0, got {_got(weight)}")
 
     def _value_message(self, value: Any, error: jsonschema.ValidationError) -> str:
         schema = error.schema if isinstance(error.schema, dict) else {}
@@ -280,16 +426,35 @@ def _field_schema(path: Path) -> dict[str, Any]:
     return schema["$defs"][section]["properties"].get(str(path[1]), {})
 
 
-def _node_ref(schema: dict[str, Any]) -> tuple[str, bool] | None:
-    """(table, is_list) when the argument holds component node(s)."""
+def _node_ref(schema: dict[str, Any]) -> tuple[str, str] | None:
+    """(table, shape) when the argument holds component node(s): shape "node" (one node), "list"
+    (a list of nodes) or "terms" (a weighted mapping of named nodes, `framework.schema.terms_schema`)."""
     ref = schema.get("$ref", "")
     if ref.startswith("#/$defs/node."):
-        return ref.rsplit("node.", 1)[1], False
+        return ref.rsplit("node.", 1)[1], "node"
     items = schema.get("items") if schema.get("type") == "array" else None
     if isinstance(items, dict) and items.get("$ref", "").startswith("#/$defs/node."):
-        return items["$ref"].rsplit("node.", 1)[1], True
+        return items["$ref"].rsplit("node.", 1)[1], "list"
+    terms = _terms_member(schema)
+    if terms:
+        extra = terms["additionalProperties"]
+        refs = [str(m.get("$ref", "")) for m in extra.get("anyOf", [extra])]
+        return next(r for r in refs if r.startswith("#/$defs/term.")).removeprefix("#/$defs/term."), "terms"
     for member in schema.get("anyOf", []):
         found = _node_ref(member)
+        if found:
+            return found
+    return None
+
+
+def _terms_member(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The weighted-mapping schema itself, or the member of an `anyOf` (e.g. Optional) that is one."""
+    extra = schema.get("additionalProperties") if schema.get("type") == "object" else None
+    if isinstance(extra, dict) and any(str(m.get("$ref", "")).startswith("#/$defs/term.")
+                                       for m in extra.get("anyOf", [extra])):
+        return schema
+    for member in schema.get("anyOf", []):
+        found = _terms_member(member)
         if found:
             return found
     return None

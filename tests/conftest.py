@@ -1,4 +1,10 @@
-"""Shared fixtures: every test that runs a spec tracks into one throwaway sqlite store."""
+"""Shared fixtures: every test that runs a spec tracks into one throwaway sqlite store.
+
+The suite runs in parallel (`pytest -n 2`, pytest-xdist, `--dist loadgroup`): each worker has its
+own session store and temporary folders. Tests that share the upstream-result cache run on one
+worker (the xdist group "upstream"), so an upstream spec trains once per test session, not once
+per worker, and no two processes write one cache entry at once.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +38,12 @@ def upstream_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     e.g. lotts' tiny samplers from tiny_pretrain.yaml): the upstream spec trains in full once per
     test session and is then reused by its hash, as on a user's machine. Point EXPSPEC_CACHE_DIR here."""
     return tmp_path_factory.mktemp("upstream-cache")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "upstream_cache" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("upstream"))
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -1,33 +1,22 @@
 """Standard supervised losses and the weighted sum that combines loss terms.
 
-Every loss is an nn.Module built with the spec's arguments, stores its `weight` (applied only by
-`WeightedSum`), and is called as loss(outputs, batch) -> unweighted scalar tensor, where batch is
-the data module's dict ("y", and "group" where the data has one). Each class has a snake_case
-`name`, the key its value is logged under inside a weighted sum.
+Every loss is an nn.Module built with the spec's arguments and called as loss(outputs, batch) ->
+scalar tensor, where batch is the data module's dict ("y", and "group" where the data has one). A
+loss has no weight of its own: weights belong to the named terms of `WeightedSum`. Each class has a
+snake_case `name`, its registry name, used in its error messages.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from components.kinds import Loss
-
-
-def _check_weight(weight: float) -> float:
-    if not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
-        raise ValueError(f"weight must be a finite number >= 0, got {weight}")
-    return float(weight)
-
-
-def snake_case(class_name: str) -> str:
-    """'CrossEntropy' -> 'cross_entropy', 'MSE' -> 'mse', 'HSICLoss' -> 'hsic_loss'."""
-    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", class_name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text).lower()
+from components.kinds import Kind, WeightedLosses
 
 
 def _match_target(outputs: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
@@ -45,15 +34,13 @@ class CrossEntropy(nn.Module):
     """Softmax cross-entropy of logits (N, C) against long class labels y (N,).
 
     Args:
-        weight: Factor applied by weighted_sum, >= 0.
         label_smoothing: Probability mass spread uniformly over all classes, in [0, 1).
     """
 
     name = "cross_entropy"
 
-    def __init__(self, weight: float = 1.0, label_smoothing: float = 0.0) -> None:
+    def __init__(self, label_smoothing: float = 0.0) -> None:
         super().__init__()
-        self.weight = _check_weight(weight)
         if not 0.0 <= label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
         self.label_smoothing = label_smoothing
@@ -63,17 +50,12 @@ class CrossEntropy(nn.Module):
 
 
 class MSE(nn.Module):
-    """Mean squared error of predictions against float targets; outputs (N, 1) match y (N,).
-
-    Args:
-        weight: Factor applied by weighted_sum, >= 0.
-    """
+    """Mean squared error of predictions against float targets; outputs (N, 1) match y (N,)."""
 
     name = "mse"
 
-    def __init__(self, weight: float = 1.0) -> None:
+    def __init__(self) -> None:  # no arguments (nn.Module's own signature would take **kwargs)
         super().__init__()
-        self.weight = _check_weight(weight)
 
     def forward(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         y = batch["y"]
@@ -84,16 +66,14 @@ class BCE(nn.Module):
     """Binary cross-entropy of one logit per row, (N, 1) or (N,), against y in {0, 1}.
 
     Args:
-        weight: Factor applied by weighted_sum, >= 0.
         pos_weight: Factor on the loss of positive examples (> 0), e.g. n_negative / n_positive
             for imbalanced data; None for 1.
     """
 
     name = "bce"
 
-    def __init__(self, weight: float = 1.0, pos_weight: float | None = None) -> None:
+    def __init__(self, pos_weight: float | None = None) -> None:
         super().__init__()
-        self.weight = _check_weight(weight)
         if pos_weight is not None and not pos_weight > 0:
             raise ValueError(f"pos_weight must be > 0 or None, got {pos_weight}")
         self.pos_weight = pos_weight
@@ -108,41 +88,50 @@ class BCE(nn.Module):
 
 
 class WeightedSum(nn.Module):
-    """Sum of loss terms, each scaled by its own `weight`: sum_i terms[i].weight * terms[i](...).
+    """Sum of named loss terms, each scaled by its weight: sum over names of weight * term(...).
+
+    Python interface: one mapping ``terms = {name: (weight, loss)}``, in the order the terms are
+    summed, e.g. from a notebook ``WeightedSum({"ce": (1.0, CrossEntropy()), "cvm": (2.0,
+    CvMDependence())})``. Each weight sits beside its term, as in a spec, so there are no two
+    mappings whose names could disagree and no weight stored on the losses themselves. In a spec
+    the same mapping reads ``terms: {ce: {type: cross_entropy}, cvm: {type: cvm_dependence,
+    weight: 2.0}}`` (weight defaults to 1.0; the builder builds each node and pairs it with its
+    weight). Names, not positions, identify a term, so `loss.terms.cvm.weight` keeps meaning the
+    CvM term however the terms are ordered.
 
     After each call, `last_terms` maps each term's name to its unweighted value (detached), for
-    the task to log. Names are the terms' `name` attribute (snake_case class name otherwise);
-    a repeated name gets a suffix from its second occurrence on: cross_entropy, cross_entropy_1,
-    cross_entropy_2.
+    the task to log as ``<stage>/loss.<name>``; a term that is itself a weighted sum adds its own
+    terms as ``<name>.<its term>``.
 
     Args:
-        terms: The loss terms, at least one.
-        weight: Factor applied when this sum is itself a term of another weighted_sum, >= 0.
+        terms: name -> (weight, loss), at least one; names are lower_snake_case, weights finite
+            numbers >= 0.
     """
 
     name = "weighted_sum"
 
-    def __init__(self, terms: list[Loss], weight: float = 1.0) -> None:
+    def __init__(self, terms: WeightedLosses) -> None:
         super().__init__()
-        self.weight = _check_weight(weight)
-        if len(terms) == 0:
-            raise ValueError("terms must hold at least one loss, got []")
-        names: list[str] = []
-        for index, term in enumerate(terms):
-            term_weight = getattr(term, "weight", None)
-            if isinstance(term_weight, bool) or not isinstance(term_weight, (int, float)):
-                raise ValueError(
-                    f"terms[{index}] ({type(term).__name__}) needs a float attribute 'weight', "
-                    f"got {term_weight!r}"
-                )
-            base = getattr(term, "name", None) or snake_case(type(term).__name__)
-            name, suffix = base, 0
-            while name in names:
-                suffix += 1
-                name = f"{base}_{suffix}"
+        if not isinstance(terms, Mapping) or len(terms) == 0:
+            raise ValueError(f"terms must map at least one name to (weight, loss), got {terms!r}")
+        names, weights, losses = [], [], []
+        for name, entry in terms.items():
+            if not isinstance(name, str) or not re.match(Kind.TERM_NAME, name):
+                raise ValueError(f"term names must be lower_snake_case, got {name!r}")
+            if not (isinstance(entry, tuple) and len(entry) == 2 and callable(entry[1])):
+                raise ValueError(f"terms['{name}'] must be a (weight, loss) pair, got {entry!r}")
+            weight, loss = entry
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
+                    or not math.isfinite(weight) or weight < 0:
+                raise ValueError(f"the weight of term '{name}' must be a finite number >= 0, got {weight!r}")
             names.append(name)
-        self.terms = nn.ModuleList(terms)
-        self.term_names = names
+            weights.append(float(weight))
+            losses.append(loss)
+        # A list, not an nn.ModuleDict: term names such as `train` or `type` would shadow
+        # ModuleDict's own attributes; the list also keeps state-dict keys as they were.
+        self.terms = nn.ModuleList(losses)
+        self.term_names: list[str] = names
+        self.weights: dict[str, float] = dict(zip(names, weights))
         self.last_terms: dict[str, torch.Tensor] = {}
 
     def forward(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -151,7 +140,10 @@ class WeightedSum(nn.Module):
         for name, term in zip(self.term_names, self.terms):
             value = term(outputs, batch)
             last[name] = value.detach()
-            total = term.weight * value if total is None else total + term.weight * value
+            for sub, sub_value in getattr(term, "last_terms", {}).items():
+                last[f"{name}.{sub}"] = sub_value
+            weighted = self.weights[name] * value
+            total = weighted if total is None else total + weighted
         self.last_terms = last
         assert total is not None  # terms is non-empty
         return total

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from components.data.activations import ActivationBuffer, ReplaySampler
+from components.sae.activations import ActivationBuffer, ReplaySampler
 from components.data.text import CharText
 
 

@@ -2,7 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from components.losses.basic import BCE, MSE, CrossEntropy, WeightedSum, snake_case
+from components.losses.basic import BCE, MSE, CrossEntropy, WeightedSum
 
 torch.manual_seed(0)
 LOGITS = torch.randn(6, 3)
@@ -31,8 +31,12 @@ def test_loss_matches_functional(loss, outputs, y, expected):
     assert torch.allclose(value, expected)
 
 
-def test_loss_is_unweighted():
-    assert torch.allclose(CrossEntropy(weight=5.0)(LOGITS, {"y": LABELS}), F.cross_entropy(LOGITS, LABELS))
+@pytest.mark.parametrize("loss", [CrossEntropy, MSE, BCE], ids=lambda c: c.name)
+def test_a_loss_has_no_weight(loss):
+    """Weights belong to the terms of weighted_sum; a lone loss neither takes nor stores one."""
+    with pytest.raises(TypeError, match="unexpected keyword argument 'weight'"):
+        loss(weight=5.0)
+    assert not hasattr(loss(), "weight")
 
 
 def test_mse_shape_mismatch():
@@ -42,50 +46,62 @@ def test_mse_shape_mismatch():
 
 
 def test_weighted_sum_is_weights_dot_terms():
-    loss = WeightedSum([CrossEntropy(weight=0.5), CrossEntropy(weight=2.0, label_smoothing=0.2)])
+    loss = WeightedSum({"plain": (0.5, CrossEntropy()), "smooth": (2.0, CrossEntropy(label_smoothing=0.2))})
     outputs = torch.randn(6, 3, requires_grad=True)
     values = [F.cross_entropy(outputs, LABELS), F.cross_entropy(outputs, LABELS, label_smoothing=0.2)]
     total = loss(outputs, {"y": LABELS})
     assert torch.allclose(total, 0.5 * values[0] + 2.0 * values[1])
-    assert list(loss.last_terms) == ["cross_entropy", "cross_entropy_1"]
-    assert torch.allclose(loss.last_terms["cross_entropy_1"], values[1])
-    assert not loss.last_terms["cross_entropy"].requires_grad
+    assert list(loss.last_terms) == ["plain", "smooth"]
+    assert loss.weights == {"plain": 0.5, "smooth": 2.0}
+    assert torch.allclose(loss.last_terms["smooth"], values[1])
+    assert not loss.last_terms["plain"].requires_grad
     total.backward()
     assert outputs.grad is not None
 
 
-def test_weighted_sum_names_and_values():
-    loss = WeightedSum([MSE(weight=2.0), BCE(weight=0.25), MSE(), MSE()])
-    total = loss(PRED, {"y": BINARY.float()})
+def test_weighted_sum_terms_are_named_not_ordered():
+    """The same named terms in another order give the same sum and the same logged values."""
+    terms = {"fit": (2.0, MSE()), "cls": (0.25, BCE()), "again": (1.0, MSE())}
     mse = F.mse_loss(PRED[:, 0], BINARY.float())
     bce = F.binary_cross_entropy_with_logits(PRED[:, 0], BINARY.float())
-    assert torch.allclose(total, 2.0 * mse + 0.25 * bce + mse + mse)
-    assert list(loss.last_terms) == ["mse", "bce", "mse_1", "mse_2"]
-    assert torch.allclose(loss.last_terms["bce"], bce)
+    for order in (["fit", "cls", "again"], ["again", "cls", "fit"]):
+        loss = WeightedSum({name: terms[name] for name in order})
+        total = loss(PRED, {"y": BINARY.float()})
+        assert torch.allclose(total, 2.0 * mse + 0.25 * bce + mse)
+        assert list(loss.last_terms) == order
+        assert torch.allclose(loss.last_terms["cls"], bce)
 
 
 def test_weighted_sum_nests():
-    inner = WeightedSum([MSE(weight=2.0)], weight=3.0)
-    outer = WeightedSum([inner, BCE()])
+    inner = WeightedSum({"fit": (2.0, MSE())})
+    outer = WeightedSum({"inner": (3.0, inner), "cls": (1.0, BCE())})
     total = outer(PRED, {"y": BINARY.float()})
     mse = F.mse_loss(PRED[:, 0], BINARY.float())
     bce = F.binary_cross_entropy_with_logits(PRED[:, 0], BINARY.float())
     assert torch.allclose(total, 3.0 * 2.0 * mse + bce)
-    assert list(outer.last_terms) == ["weighted_sum", "bce"]
+    assert list(outer.last_terms) == ["inner", "inner.fit", "cls"]
+    assert torch.allclose(outer.last_terms["inner"], 2.0 * mse)
+    assert torch.allclose(outer.last_terms["inner.fit"], mse)
 
 
-def test_weighted_sum_rejects_empty_and_weightless_terms():
+@pytest.mark.parametrize("terms, message", [
+    ({}, "terms must map at least one name to (weight, loss), got {}"),
+    ([(1.0, MSE())], "terms must map at least one name to (weight, loss), got [(1.0, MSE())]"),
+    ({"Fit": (1.0, MSE())}, "term names must be lower_snake_case, got 'Fit'"),
+    ({"1": (1.0, MSE())}, "term names must be lower_snake_case, got '1'"),
+    ({"fit": MSE()}, "terms['fit'] must be a (weight, loss) pair, got MSE()"),
+    ({"fit": (MSE(), 1.0)}, "terms['fit'] must be a (weight, loss) pair, got (MSE(), 1.0)"),
+    ({"fit": (-1.0, MSE())}, "the weight of term 'fit' must be a finite number >= 0, got -1.0"),
+    ({"fit": (float("nan"), MSE())}, "the weight of term 'fit' must be a finite number >= 0, got nan"),
+    ({"fit": (True, MSE())}, "the weight of term 'fit' must be a finite number >= 0, got True"),
+], ids=["empty", "a list", "capitals", "an index", "no weight", "swapped", "negative", "nan", "boolean"])
+def test_weighted_sum_rejects_bad_terms(terms, message):
     with pytest.raises(ValueError) as error:
-        WeightedSum([])
-    assert str(error.value) == "terms must hold at least one loss, got []"
-    with pytest.raises(ValueError) as error:
-        WeightedSum([torch.nn.CrossEntropyLoss()])
-    assert str(error.value) == "terms[0] (CrossEntropyLoss) needs a float attribute 'weight', got None"
+        WeightedSum(terms)
+    assert str(error.value) == message
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: CrossEntropy(weight=-1.0), "weight must be a finite number >= 0, got -1.0"),
-    (lambda: MSE(weight=float("nan")), "weight must be a finite number >= 0, got nan"),
     (lambda: CrossEntropy(label_smoothing=1.0), "label_smoothing must be in [0, 1), got 1.0"),
     (lambda: BCE(pos_weight=0.0), "pos_weight must be > 0 or None, got 0.0"),
 ])
@@ -93,13 +109,6 @@ def test_losses_reject_bad_values(make, message):
     with pytest.raises(ValueError) as error:
         make()
     assert str(error.value) == message
-
-
-@pytest.mark.parametrize("class_name, name", [
-    ("CrossEntropy", "cross_entropy"), ("MSE", "mse"), ("HSICLoss", "hsic_loss"), ("CvMDependence", "cv_m_dependence"),
-])
-def test_snake_case(class_name, name):
-    assert snake_case(class_name) == name
 
 
 def test_class_names_match_registry():

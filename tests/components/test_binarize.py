@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch import nn
 
-from components.callbacks.progressive_binarization import ProgressiveBinarization
-from components.models.binary import BinaryMLP, BinaryResNet
-from components.ops.binarize import BinarizationSite, BinaryActivation, BinaryLinear, binary_layers
+from components.binarization.schedule import ProgressiveBinarization
+from components.binarization.models import BinaryMLP, BinaryResNet
+from components.binarization.binarize import BinarizationSite, BinaryActivation, BinaryLinear, binary_layers
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from components.fit.data_constrained import data_constrained_r2, effective_samples, fit_data_constrained_law
+from components.sae.laws import data_constrained_r2, effective_samples, fit_data_constrained_law
 
 
 def test_effective_samples_limits():

@@ -1,4 +1,4 @@
-"""Tests for components/data/fair.py (synthetic biased tabular data and local UCI Adult)."""
+"""Tests for components/fairness/data.py (synthetic biased tabular data and local UCI Adult)."""
 
 import importlib.util
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from components.data.fair import SyntheticFairTabular, UCIAdult
+from components.fairness.data import SyntheticFairTabular, UCIAdult
 
 
 def test_synthetic_shapes_and_group_column():

@@ -1,9 +1,9 @@
-"""Tests for components/losses/fairness.py (CvM dependence penalty and the HSIC baseline)."""
+"""Tests for components/fairness/losses.py (CvM dependence penalty and the HSIC baseline)."""
 
 import pytest
 import torch
 
-from components.losses.fairness import HSIC, CvMDependence, cvm_index
+from components.fairness.losses import HSIC, CvMDependence, cvm_index
 
 
 def _batch(size: int, dependence: float, seed: int = 0):
@@ -97,6 +97,9 @@ def test_bad_arguments(make, message):
         make()
 
 
-def test_weight_and_name_follow_the_loss_contract():
-    assert CvMDependence(weight=7.0).weight == 7.0 and CvMDependence.name == "cvm_dependence"
-    assert HSIC(weight=20.0).weight == 20.0 and HSIC.name == "hsic"
+def test_name_and_no_weight_follow_the_loss_contract():
+    """The paper's lambda is the weight of the penalty's term in weighted_sum, not an argument."""
+    assert CvMDependence.name == "cvm_dependence" and HSIC.name == "hsic"
+    for loss in (CvMDependence, HSIC):
+        with pytest.raises(TypeError, match="unexpected keyword argument 'weight'"):
+            loss(weight=7.0)

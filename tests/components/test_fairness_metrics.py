@@ -1,9 +1,9 @@
-"""Tests for components/metrics/fairness.py, against hand-computed fairlearn-style numbers."""
+"""Tests for components/fairness/metrics.py, against hand-computed fairlearn-style numbers."""
 
 import pytest
 import torch
 
-from components.metrics.fairness import DemographicParityGap, EqualOpportunityGap
+from components.fairness.metrics import DemographicParityGap, EqualOpportunityGap
 
 # 10 rows: group, label, prediction (hand-computed below).
 GROUP = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1, 1, 1])

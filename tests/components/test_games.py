@@ -1,4 +1,4 @@
-"""components/problems/games.py: exact gaps, projections, the noisy oracle, seeded construction."""
+"""components/minimax/games.py: exact gaps, projections, the noisy oracle, seeded construction."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from components.problems.games import BilinearGame, QuadraticGame, project_ball, project_box, project_simplex
+from components.minimax.games import BilinearGame, QuadraticGame, project_ball, project_box, project_simplex
 
 GAMES = {
     "bilinear_box": lambda **k: BilinearGame(4, constraint="box", saddle_radius=0.5, **k),

@@ -116,9 +116,9 @@ def test_paper_scale_cifar_spec_runs_on_fake_batches(tmp_path, tracked, monkeypa
     from framework.runner import run
 
     for table, name, target in [
-        ("models", "binary_resnet", "components.models.binary:BinaryResNet"),
+        ("models", "binary_resnet", "components.binarization.models:BinaryResNet"),
         ("data", "cifar", "components.data.images:CIFAR"),
-        ("callbacks", "progressive_binarization", "components.callbacks.progressive_binarization:ProgressiveBinarization"),
+        ("callbacks", "progressive_binarization", "components.binarization.schedule:ProgressiveBinarization"),
     ]:
         monkeypatch.setitem(registry.KINDS[table]._entries, name, target)
     _fake_cifar10(tmp_path)

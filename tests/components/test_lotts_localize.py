@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from components.data.prompts import PromptSet
+from components.diffusion.prompts import PromptSet
 from components.diffusion.localize import QualityContrastLocalizer
-from components.metrics.sampling import NFE, MaskIoU, OutsideMaskChange, RandomMaskIoU, VerifierScore, iou
-from components.tasks.diffusion import image_grid
+from components.diffusion.metrics import NFE, MaskIoU, OutsideMaskChange, RandomMaskIoU, VerifierScore, iou
+from components.diffusion.task import image_grid
 
 
 def _maps(batch=4, side=8, spot=(2, 5)):

@@ -8,10 +8,10 @@ import torch
 
 pytest.importorskip("diffusers")
 
-from components.data.digit_defects import DigitDefects  # noqa: E402
+from components.diffusion.digit_defects import DigitDefects  # noqa: E402
 from components.diffusion.tiny import DEFECT_SIZE, HIGH, LOW, TinyTokenUNet, inject_defects  # noqa: E402
 from components.diffusion.verifiers import TinyDigitVerifier  # noqa: E402
-from components.tasks.diffusion import DiffusionTraining  # noqa: E402
+from components.diffusion.task import DiffusionTraining  # noqa: E402
 
 
 def test_digit_defects_masks_match_quality_tokens():

@@ -1,4 +1,4 @@
-"""components/optim/minimax.py: deterministic convergence, schedules, oracle calls, and the paper's
+"""components/minimax/algorithms.py: deterministic convergence, schedules, oracle calls, and the paper's
 phenomenon at tiny size (vanilla S-EG stalls at a noise floor, perturbed S-EG decays ~ t^(-1/4))."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import math
 import pytest
 import torch
 
-from components.optim.minimax import (
+from components.minimax.algorithms import (
     PerturbedExtragradient,
     PerturbedOptimisticGDA,
     StochasticExtragradient,
     StochasticOptimisticGDA,
 )
-from components.problems.games import BilinearGame, QuadraticGame
-from components.tasks.minimax import log_log_slope, log_points
+from components.minimax.games import BilinearGame, QuadraticGame
+from components.minimax.task import log_log_slope, log_points
 
 
 def iterate(game, algorithm, steps: int, replicates: int = 2, seed: int = 0, every: int | None = None):  # type: ignore[no-untyped-def]

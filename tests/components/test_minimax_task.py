@@ -1,5 +1,5 @@
-"""components/tasks/minimax.py and components/data/oracle.py: the minimax task driven by Lightning,
-directly and through a spec (with the registry entries of the perturbed_eg components)."""
+"""components/minimax/task.py and components/minimax/oracle.py: the minimax task driven by Lightning,
+directly and through a spec."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-import registry
-from components.data.oracle import OracleSteps
-from components.optim.minimax import PerturbedExtragradient, StochasticExtragradient, StochasticOptimisticGDA
-from components.problems.games import BilinearGame
-from components.tasks.minimax import Minimax, log_log_slope, log_points
+from components.minimax.oracle import OracleSteps
+from components.minimax.algorithms import PerturbedExtragradient, StochasticExtragradient, StochasticOptimisticGDA
+from components.minimax.games import BilinearGame
+from components.minimax.task import Minimax, log_log_slope, log_points
 
 SPECS = Path(__file__).resolve().parents[2] / "specs" / "perturbed_eg"
 
@@ -75,9 +74,9 @@ def test_center_start_and_deterministic_convergence() -> None:
     "kwargs, error, message",
     [
         ({"problem": torch.nn.Linear(2, 2)}, TypeError,
-         "problem must be a game (components.problems), got Linear without grad, gap, project_x, project_y, center, sample"),
+         "problem must be a game (a registered problem), got Linear without grad, gap, project_x, project_y, center, sample"),
         ({"algorithm": torch.optim.SGD}, TypeError,
-         "algorithm must be a minimax algorithm (components.optim.minimax), got type without reset"),
+         "algorithm must be a minimax algorithm (components.minimax.algorithms), got type without reset"),
         ({"replicates": 0}, ValueError, "replicates must be >= 1, got 0"),
         ({"init": "corner"}, ValueError, "init must be 'random' or 'center', got 'corner'"),
         ({"slope_window": 0.0}, ValueError, "slope_window must be in (0, 1], got 0.0"),
@@ -98,26 +97,7 @@ def test_oracle_steps() -> None:
         OracleSteps(0)
 
 
-@pytest.fixture
-def perturbed_eg_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The registry lines of the perturbed_eg components (a no-op once registry.py has them)."""
-    tables = {
-        "problems": ("problem", {"bilinear_game": "components.problems.games:BilinearGame",
-                                 "quadratic_bilinear_game": "components.problems.games:QuadraticGame"}),
-        "minimax_algorithms": ("minimax algorithm", {
-            "seg": "components.optim.minimax:StochasticExtragradient",
-            "sogda": "components.optim.minimax:StochasticOptimisticGDA",
-            "perturbed_seg": "components.optim.minimax:PerturbedExtragradient",
-            "perturbed_sogda": "components.optim.minimax:PerturbedOptimisticGDA"}),
-    }
-    for table, (kind, entries) in tables.items():
-        if table not in registry.KINDS:
-            monkeypatch.setitem(registry.KINDS, table, registry.Registry(kind, entries))
-    monkeypatch.setitem(registry.DATA._entries, "oracle_steps", "components.data.oracle:OracleSteps")
-    monkeypatch.setitem(registry.TASKS._entries, "minimax", "components.tasks.minimax:Minimax")
-
-
-def test_tiny_spec_runs_end_to_end(perturbed_eg_registry: None, tracked: str) -> None:
+def test_tiny_spec_runs_end_to_end(tracked: str) -> None:
     from framework.runner import run
 
     result = run(SPECS / "tiny_perturbed_sogda.yaml", ["data.num_steps=40", "task.replicates=2"])

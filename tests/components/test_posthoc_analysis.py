@@ -4,7 +4,6 @@ import lightning as L
 import pytest
 import torch
 
-import registry
 from components.bayes.invariance import LaplaceRescaling
 from components.data.sklearn import SklearnDataset
 from components.models.mlp import MLP
@@ -110,16 +109,10 @@ def test_laplace_rescaling_rejects_bad_arguments(kwargs, message):
     assert str(error.value) == message
 
 
-def test_builder_builds_the_nested_analysis_node(monkeypatch):
-    """Until registry.py has the entries (the lead adds them), patch them in as the spec would use them."""
+def test_builder_builds_the_nested_analysis_node():
     from framework.builder import Builder
     from framework.loader import Loaded
 
-    if "analyses" not in registry.KINDS:
-        analyses = registry.Registry("analysis", {"laplace_rescaling": "components.bayes.invariance:LaplaceRescaling"})
-        monkeypatch.setitem(registry.KINDS, "analyses", analyses)
-    if "posthoc_analysis" not in registry.TASKS:
-        monkeypatch.setitem(registry.TASKS._entries, "posthoc_analysis", "components.tasks.posthoc:PosthocAnalysis")
     node = {"type": "posthoc_analysis", "analysis": {"type": "laplace_rescaling", "num_rescalings": 3}}
     model = MLP(30, 2, hidden=[4])
     task = Builder(Loaded(data={})).node("tasks", node, ("task",), model=model)

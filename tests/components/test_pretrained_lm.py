@@ -18,8 +18,8 @@ def test_missing_folder_names_the_variable(monkeypatch: pytest.MonkeyPatch):
 
 def test_tiny_random_llama_from_a_local_folder(tmp_path: Path):
     transformers = pytest.importorskip("transformers")
-    from components.models.sae import TopKSAE
-    from components.tasks.sae_training import SAETraining
+    from components.sae.models import TopKSAE
+    from components.sae.task import SAETraining
 
     config = transformers.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
                                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)

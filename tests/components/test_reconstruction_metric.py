@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from components.metrics.reconstruction import FractionOfVarianceUnexplained
+from components.sae.metrics import FractionOfVarianceUnexplained
 
 
 def test_fvu_values():

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from components.models.sae import BatchTopKSAE, TopKSAE
+from components.sae.models import BatchTopKSAE, TopKSAE
 
 
 def test_topk_keeps_at_most_k_nonnegative_latents_per_row():

@@ -1,4 +1,4 @@
-"""Tests for components/ops/soft_rank.py (Blondel et al. 2020 soft ranks)."""
+"""Tests for components/fairness/soft_rank.py (Blondel et al. 2020 soft ranks)."""
 
 import itertools
 import time
@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from components.ops.soft_rank import hard_rank, soft_rank
+from components.fairness.soft_rank import hard_rank, soft_rank
 
 
 def _projection_brute_force(z: np.ndarray) -> np.ndarray:

@@ -56,20 +56,44 @@ def test_list_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Did you mean 'mlp'?" in capsys.readouterr().err
 
 
-def test_explain_shows_arguments_taken_through_kwargs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", "uci_adult"]) == 0
-    out = capsys.readouterr().out
-    assert "    split_seed                 an integer  [default 0]" in out
-    assert "    val_fraction               a number  [default 0.1]" in out
-    assert "  split_seed, standardize, num_workers: from components.data.base:ArrayDataModule (**kwargs)" in out
-    assert "      num_workers: DataLoader worker processes" in out  # the base's docstring
-    assert main(["explain", "fvu"]) == 0
-    assert "(any other keyword: a **kwargs that cannot be followed into a base class)" in capsys.readouterr().out
-
-
 def test_schema_check(tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     assert main(["schema", "-o", str(out)]) == 0
     assert main(["schema", "--check", "-o", str(out)]) == 0
     out.write_text("{}")
     assert main(["schema", "--check", "-o", str(out)]) == 1
+
+
+OLD_TERMS = ("name: x\npaper: p\ntask: {type: classification}\nloss:\n  type: weighted_sum\n  terms:\n"
+             "    - {type: cross_entropy}\n    - {type: cvm_dependence, weight: 10.0}\n")
+
+
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        (["validate", "OLD"],
+         "OLD:7:5: loss.terms: terms are named, not listed, so that a key path such as "
+         "loss.terms.cvm_dependence.weight stays on its term when terms are reordered; write terms: "
+         "{cross_entropy: {type: cross_entropy}, cvm_dependence: {type: cvm_dependence, weight: 10.0}}"),
+        (["show", str(ROOT / "specs/cvm_fairness/tiny.yaml"), "loss.terms.1.weight=3"],
+         "override 'loss.terms.1.weight=3': loss.terms.1: terms are named, not numbered: write "
+         "loss.terms.<name>.weight with <name> one of: ce, cvm"),
+        (["show", str(ROOT / "specs/cvm_fairness/tiny.yaml"), "loss={type: hsic, weight: 2.0}"],
+         "override 'loss={type: hsic, weight: 2.0}': loss.weight: hsic has no argument 'weight'; a weight "
+         "belongs to a term of weighted_sum: {type: weighted_sum, terms: {hsic: {type: hsic, weight: 2.0}}}"),
+    ],
+    ids=["validate: terms as a list", "show: index override", "show: weight on a lone loss"],
+)
+def test_old_spellings_answered_in_the_new_one(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               argv: list[str], error: str) -> None:
+    old = tmp_path / "old.yaml"
+    old.write_text(OLD_TERMS)
+    assert main([a.replace("OLD", str(old)) for a in argv]) == 2
+    assert f"  {error.replace('OLD', str(old))}\n" in capsys.readouterr().err
+
+
+def test_show_spells_term_paths_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(ROOT / "specs/cvm_fairness/tiny.yaml"), "loss.terms.cvm.weight=3.0"]) == 0
+    out = capsys.readouterr().out
+    assert "    cvm: {type: cvm_dependence, weight: 3.0, regularization: 0.02, 'on': logit, standardize: true}\n" in out
+    assert "    ce: {type: cross_entropy, weight: 1.0, label_smoothing: 0.0}\n" in out

@@ -1,4 +1,4 @@
-"""framework/compare.py: selecting runs, the rendered tables, the plots, and `exp compare` end to end."""
+"""framework/compare/: selecting runs, the rendered tables, the plots, and `exp compare` end to end."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from framework.compare import add_parser, plot_curves, plot_vs_param, render, se
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EXPERIMENT = "compare_demo"
-# name, loss.terms.1.weight, test/accuracy, test/dp_gap, status
+# name, loss.terms.cvm.weight, test/accuracy, test/dp_gap, status
 CHILDREN = [
     ("w0", "0", 0.9, 0.3, "FINISHED"),
     ("w3", "3", 0.8765432, 0.0512345, "FINISHED"),
@@ -33,7 +33,7 @@ class Sweep:
 
 @pytest.fixture(scope="module")
 def sweep(store: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """A parent run with four children (one FAILED), as a sweep over loss.terms.1.weight logs them."""
+    """A parent run with four children (one FAILED), as a sweep over loss.terms.cvm.weight logs them."""
     client = MlflowClient(store)
     experiment = client.create_experiment(EXPERIMENT, artifact_location=str(tmp_path_factory.mktemp("artifacts")))
     parent = client.create_run(experiment, run_name="sweep", start_time=1000).info.run_id
@@ -42,7 +42,7 @@ def sweep(store: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     for i, (name, weight, accuracy, gap, status) in enumerate(CHILDREN):
         run = client.create_run(experiment, run_name=name, start_time=2000 + i,
                                 tags={"mlflow.parentRunId": parent}).info.run_id
-        params = {"loss.terms.1.weight": weight, "optimizer.lr": "0.01", "tracking.uri": f"sqlite:///{i}.db"}
+        params = {"loss.terms.cvm.weight": weight, "optimizer.lr": "0.01", "tracking.uri": f"sqlite:///{i}.db"}
         metrics = [Metric("train/loss", 1.0 / (step + 1 + i), 0, step) for step in range(5)]
         metrics += [Metric(k, v, 0, 4) for k, v in (("test/accuracy", accuracy), ("test/dp_gap", gap)) if v is not None]
         client.log_batch(run, metrics=metrics, params=[Param(k, v) for k, v in params.items()])
@@ -79,18 +79,18 @@ def test_select_runs(sweep: Sweep, targets: list[str], status: str, expected: li
 
 def test_varied_params_leave_out_identical_and_tracking(sweep: Sweep) -> None:
     runs = select_runs(sweep.client, [f"sweep:{sweep.parent}"])
-    assert varied_params(runs) == ["loss.terms.1.weight"]
+    assert varied_params(runs) == ["loss.terms.cvm.weight"]
     assert varied_params(runs[:1]) == []
 
 
 def test_markdown_table(sweep: Sweep, capsys: pytest.CaptureFixture[str]) -> None:
     assert compare(sweep, f"sweep:{sweep.parent}", "--format", "markdown", "--no-log") == 0
     expected = (
-        "| run  | id       | status   | loss.terms.1.weight | test/accuracy | test/dp_gap |\n"
-        "| ---- | -------- | -------- | ------------------: | ------------: | ----------: |\n"
-        "| w0   | {w0} | FINISHED |                   0 |           0.9 |         0.3 |\n"
-        "| w3   | {w3} | FINISHED |                   3 |        0.8765 |     0.05123 |\n"
-        "| w7   | {w7} | FINISHED |                   7 |          0.75 |     0.01235 |\n"
+        "| run  | id       | status   | loss.terms.cvm.weight | test/accuracy | test/dp_gap |\n"
+        "| ---- | -------- | -------- | --------------------: | ------------: | ----------: |\n"
+        "| w0   | {w0} | FINISHED |                     0 |           0.9 |         0.3 |\n"
+        "| w3   | {w3} | FINISHED |                     3 |        0.8765 |     0.05123 |\n"
+        "| w7   | {w7} | FINISHED |                     7 |          0.75 |     0.01235 |\n"
     ).format(**{k: v[:8] for k, v in sweep.ids.items()})
     assert capsys.readouterr().out == expected
 
@@ -98,10 +98,10 @@ def test_markdown_table(sweep: Sweep, capsys: pytest.CaptureFixture[str]) -> Non
 def test_csv_export_keeps_full_precision(sweep: Sweep, tmp_path: Path) -> None:
     out = tmp_path / "runs.csv"
     assert compare(sweep, EXPERIMENT, "--status", "all", "--format", "csv", "--output", str(out),
-                   "--metrics", "test/accuracy", "--params", "optimizer.lr,loss.terms.1.weight") == 0
+                   "--metrics", "test/accuracy", "--params", "optimizer.lr,loss.terms.cvm.weight") == 0
     w = {k: v[:8] for k, v in sweep.ids.items()}
     assert out.read_text() == (
-        "run,id,status,optimizer.lr,loss.terms.1.weight,test/accuracy\n"
+        "run,id,status,optimizer.lr,loss.terms.cvm.weight,test/accuracy\n"
         f"w0,{w['w0']},FINISHED,0.01,0,0.9\n"
         f"w3,{w['w3']},FINISHED,0.01,3,0.8765432\n"
         f"w7,{w['w7']},FINISHED,0.01,7,0.75\n"
@@ -125,13 +125,13 @@ def test_plain_table() -> None:
 
 def test_plots_are_logged_to_the_sweep_parent(sweep: Sweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     vs = tmp_path / "vs_weight.png"
-    assert compare(sweep, f"sweep:{sweep.parent}", "--plot", str(vs), "--x", "loss.terms.1.weight") == 0
+    assert compare(sweep, f"sweep:{sweep.parent}", "--plot", str(vs), "--x", "loss.terms.cvm.weight") == 0
     assert vs.read_bytes().startswith(PNG_MAGIC)
     assert f"logged compare/table.md, compare/vs_weight.png to run {sweep.parent}" in capsys.readouterr().err
     logged = {f.path for f in sweep.client.list_artifacts(sweep.parent, "compare")}
     assert logged == {"compare/table.md", "compare/vs_weight.png"}
     table = Path(sweep.client.download_artifacts(sweep.parent, "compare/table.md", str(tmp_path))).read_text()
-    assert table.startswith("| run  | id       | status   | loss.terms.1.weight | test/accuracy | test/dp_gap |\n")
+    assert table.startswith("| run  | id       | status   | loss.terms.cvm.weight | test/accuracy | test/dp_gap |\n")
 
     curves = tmp_path / "curves.png"
     assert compare(sweep, sweep.ids["w0"], sweep.ids["w3"], "--plot", str(curves), "--curves", "train/loss",
@@ -142,7 +142,7 @@ def test_plots_are_logged_to_the_sweep_parent(sweep: Sweep, tmp_path: Path, caps
 
 def test_plot_functions(sweep: Sweep, tmp_path: Path) -> None:
     runs = select_runs(sweep.client, [EXPERIMENT], "all")
-    path = plot_vs_param(runs, "loss.terms.1.weight", ["test/accuracy", "test/dp_gap"], tmp_path / "a" / "vs.png")
+    path = plot_vs_param(runs, "loss.terms.cvm.weight", ["test/accuracy", "test/dp_gap"], tmp_path / "a" / "vs.png")
     assert path.read_bytes().startswith(PNG_MAGIC)
     path = plot_curves(sweep.client, runs, "train/loss", tmp_path / "curves.png", title="train loss")
     assert path.read_bytes().startswith(PNG_MAGIC)
@@ -158,8 +158,8 @@ def test_plot_functions(sweep: Sweep, tmp_path: Path) -> None:
     ([EXPERIMENT, "--curves", "train/loss"], 2, "error: --x and --curves need --plot PNG\n"),
     ([EXPERIMENT, "--plot", "p.png", "--curves", "train/los"], 2,
      "error: --curves: no selected run has a metric 'train/los'. Did you mean 'train/loss'?\n"),
-    ([EXPERIMENT, "--plot", "p.png", "--x", "loss.terms.1.wieght"], 2,
-     "error: --x: no run has a param 'loss.terms.1.wieght'. Did you mean 'loss.terms.1.weight'?\n"),
+    ([EXPERIMENT, "--plot", "p.png", "--x", "loss.terms.cvm.wieght"], 2,
+     "error: --x: no run has a param 'loss.terms.cvm.wieght'. Did you mean 'loss.terms.cvm.weight'?\n"),
     ([EXPERIMENT, "--log-to", "feedbeef"], 2, "error: no run whose id starts with 'feedbeef' in {uri}\n"),
 ], ids=["unknown-experiment", "unknown-run", "no-runs", "unknown-metric", "unknown-param", "plot-without-x",
         "curves-without-plot", "unknown-curve", "unknown-x", "unknown-log-to"])

@@ -76,6 +76,23 @@ def test_extends_merges_mappings_and_replaces_lists(tmp_path: Path) -> None:
     assert loaded.key_mark(("model", "in_features")).source.endswith("_base.yaml")
 
 
+def test_extends_merges_named_terms_by_name(tmp_path: Path) -> None:
+    """A child changes one term, removes one (null, dropped later by validation), adds one."""
+    _files(tmp_path, {
+        "base.yaml": "loss:\n  type: weighted_sum\n  terms:\n    ce: {type: cross_entropy}\n"
+                     "    cvm: {type: cvm_dependence, weight: 10.0, regularization: 0.02}\n"
+                     "    fit: {type: mse, weight: 2.0}\n",
+        "child.yaml": "extends: base.yaml\nloss:\n  terms:\n    fit: {weight: 0.5}\n    cvm: null\n"
+                      "    hsic: {type: hsic, weight: 20.0}\n    ce: {type: bce}\n",
+    })
+    assert load_file(tmp_path / "child.yaml").data == {"loss": {"type": "weighted_sum", "terms": {
+        "ce": {"type": "bce"},                    # another type: replaced whole
+        "cvm": None,                              # removed by validation
+        "fit": {"type": "mse", "weight": 0.5},    # same type: merged
+        "hsic": {"type": "hsic", "weight": 20.0},  # new: after the base's terms
+    }}}
+
+
 def test_extends_list_merges_left_to_right(tmp_path: Path) -> None:
     _files(tmp_path, {
         "a.yaml": "x: 1\ny: {p: 1}\n",
@@ -104,17 +121,17 @@ def test_extends_missing_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.parametrize(
     "overrides, expected",
     [
-        (["optimizer.lr=3e-3"], {"optimizer": {"type": "adam", "lr": 0.003}, "terms": [{"w": 1}, {"w": 2}]}),
-        (["terms.1.w=5"], {"optimizer": {"type": "adam", "lr": 0.1}, "terms": [{"w": 1}, {"w": 5}]}),
-        (["optimizer={type: sgd}"], {"optimizer": {"type": "sgd"}, "terms": [{"w": 1}, {"w": 2}]}),
-        (["trainer.max_epochs=2"], {"optimizer": {"type": "adam", "lr": 0.1}, "terms": [{"w": 1}, {"w": 2}],
+        (["optimizer.lr=3e-3"], {"optimizer": {"type": "adam", "lr": 0.003}, "layers": [{"w": 1}, {"w": 2}]}),
+        (["layers.1.w=5"], {"optimizer": {"type": "adam", "lr": 0.1}, "layers": [{"w": 1}, {"w": 5}]}),
+        (["optimizer={type: sgd}"], {"optimizer": {"type": "sgd"}, "layers": [{"w": 1}, {"w": 2}]}),
+        (["trainer.max_epochs=2"], {"optimizer": {"type": "adam", "lr": 0.1}, "layers": [{"w": 1}, {"w": 2}],
                                     "trainer": {"max_epochs": 2}}),
-        (["terms=[]", "optimizer.lr=null"], {"optimizer": {"type": "adam", "lr": None}, "terms": []}),
+        (["layers=[]", "optimizer.lr=null"], {"optimizer": {"type": "adam", "lr": None}, "layers": []}),
     ],
     ids=["number", "list index", "whole node", "new section", "in order, null"],
 )
 def test_overrides(overrides: list[str], expected: dict) -> None:
-    loaded = parse_yaml("optimizer: {type: adam, lr: 0.1}\nterms: [{w: 1}, {w: 2}]\n", "s.yaml")
+    loaded = parse_yaml("optimizer: {type: adam, lr: 0.1}\nlayers: [{w: 1}, {w: 2}]\n", "s.yaml")
     apply_overrides(loaded, overrides)
     assert loaded.data == expected
 
@@ -123,7 +140,7 @@ def test_overrides(overrides: list[str], expected: dict) -> None:
     "override, message",
     [
         ("optimizer.lr", "override 'optimizer.lr': expected key.path=value"),
-        ("terms.7.w=1", "override 'terms.7.w=1': terms: index '7' is not valid for a list of 2 item(s)"),
+        ("layers.7.w=1", "override 'layers.7.w=1': layers: index '7' is not valid for a list of 2 item(s)"),
         ("optimizer.lr.x=1", "override 'optimizer.lr.x=1': optimizer.lr: cannot set 'x' inside a float"),
         ("extends=a.yaml", "override 'extends=a.yaml': extends: 'extends' cannot be overridden; edit the spec file"),
         ("a=[1,", "override 'a=[1,': invalid YAML: expected the node content, but found '<stream end>'"),
@@ -131,7 +148,7 @@ def test_overrides(overrides: list[str], expected: dict) -> None:
     ids=["no value", "bad index", "into a scalar", "extends", "bad yaml"],
 )
 def test_override_errors(override: str, message: str) -> None:
-    loaded = parse_yaml("optimizer: {type: adam, lr: 0.1}\nterms: [{w: 1}, {w: 2}]\n", "s.yaml")
+    loaded = parse_yaml("optimizer: {type: adam, lr: 0.1}\nlayers: [{w: 1}, {w: 2}]\n", "s.yaml")
     with pytest.raises(SpecError) as info:
         apply_overrides(loaded, [override])
     assert [str(p) for p in info.value.problems] == [message]

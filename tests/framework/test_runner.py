@@ -27,7 +27,7 @@ def test_finished_run_carries_params_tags_artifact_metrics(tracked: str) -> None
     params = info.data.params
     assert params["optimizer.lr"] == "0.01"
     assert params["model.activation"] == "relu"  # a default, filled in
-    assert params["loss.terms.1.type"] == "cvm_dependence"
+    assert params["loss.terms.cvm.type"] == "cvm_dependence" and params["loss.terms.cvm.weight"] == "10.0"
     assert params["trainer.max_steps"] == "4"
     tags = info.data.tags
     assert len(tags["expspec.spec_hash"]) == 16

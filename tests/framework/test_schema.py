@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 import registry
-from components.kinds import Loss
+from components.kinds import Loss, WeightedLosses
 from framework.schema import (
     SCHEMA_PATH,
     _NO_JSON,
@@ -18,6 +18,7 @@ from framework.schema import (
     build_schema,
     component_schema,
     constructor,
+    term_definition,
     type_schema,
 )
 
@@ -38,11 +39,13 @@ from framework.schema import (
         (dict[str, float], {"type": "object", "additionalProperties": {"type": "number"}}),
         (Loss, {"$ref": "#/$defs/node.losses"}),
         (list[Loss], {"type": "array", "items": {"$ref": "#/$defs/node.losses"}}),
+        (WeightedLosses, {"type": "object", "minProperties": 1, "propertyNames": {"pattern": "^[a-z][a-z0-9_]*$"},
+                          "additionalProperties": {"anyOf": [{"$ref": "#/$defs/term.losses"}, {"type": "null"}]}}),
         (Any, {}),
         (object, _NO_JSON),
         (float | object, {"type": "number"}),
     ],
-    ids=lambda v: str(v)[:30],
+    ids=lambda v: "no-json" if v is _NO_JSON else str(v)[:30],
 )
 def test_type_schema(annotation: Any, schema: Any) -> None:
     assert type_schema(annotation) == schema
@@ -100,7 +103,7 @@ def open_function(a: int = 1, **kwargs: Any) -> dict:
 @pytest.fixture
 def toys(monkeypatch: pytest.MonkeyPatch) -> None:
     names = ["Base", "Child", "GrandChild", "NoBase", "OnNoBase", "NewOnly", "open_function"]
-    table = registry.Registry("toy", {n.lower(): f"{__name__}:{n}" for n in names})
+    table = registry.Registry("toy", entries={n.lower(): f"{__name__}:{n}" for n in names})
     monkeypatch.setitem(registry.KINDS, "toys", table)
 
 
@@ -173,3 +176,38 @@ def test_data_modules_take_the_base_arguments(name: str, changed: dict) -> None:
     arguments = _arguments(schema)
     assert {k: arguments[k] for k in BASE_DATA_DEFAULTS} == {**BASE_DATA_DEFAULTS, **changed}
     assert schema["additionalProperties"] is False
+
+
+SPEC = {"name": "s", "paper": "demo", "task": {"type": "classification"}}
+
+
+@pytest.mark.parametrize(
+    "loss, valid",
+    [
+        ({"type": "weighted_sum", "terms": {"ce": {"type": "cross_entropy", "weight": 2.0}}}, True),
+        ({"type": "weighted_sum", "terms": {"ce": {"type": "cross_entropy"}, "cvm": None}}, True),
+        ({"type": "weighted_sum", "terms": {"fair": {"type": "weighted_sum", "weight": 0.5,
+                                                    "terms": {"cvm": {"type": "cvm_dependence", "weight": 3.0}}}}}, True),
+        ({"type": "cross_entropy", "weight": 2.0}, False),
+        ({"type": "weighted_sum", "weight": 2.0, "terms": {"ce": {"type": "cross_entropy"}}}, False),
+        ({"type": "weighted_sum", "terms": [{"type": "cross_entropy"}]}, False),
+        ({"type": "weighted_sum", "terms": {}}, False),
+        ({"type": "weighted_sum", "terms": {"1": {"type": "cross_entropy"}}}, False),
+        ({"type": "weighted_sum", "terms": {"ce": {"type": "cross_entropy", "weight": -1.0}}}, False),
+        ({"type": "weighted_sum", "terms": {"ce": {"type": "cross_entropy", "wieght": 1.0}}}, False),
+    ],
+    ids=["term weight", "null term", "nested sum", "lone loss weight", "weight on the sum", "terms as a list",
+         "no terms", "numbered term", "negative weight", "misspelled weight"],
+)
+def test_committed_schema_puts_weight_in_terms_only(loss: dict, valid: bool) -> None:
+    """Editors read the committed schema: it accepts `weight` inside a term and nowhere else."""
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    assert validator.is_valid({**SPEC, "loss": loss}) == valid
+
+
+def test_a_loss_argument_named_weight_cannot_be_a_term() -> None:
+    component = {"title": "loss 'x'", "x-target": "m:X", "properties": {"type": {"const": "x"}, "weight": {}}}
+    with pytest.raises(ValueError) as info:
+        term_definition(component)
+    assert str(info.value) == ("m:X takes an argument 'weight', which a term of a weighted sum uses for its own "
+                               "weight; rename the argument")

@@ -20,7 +20,7 @@ def _spec(tmp_path: Path, grid: str, kind: str = "grid") -> Path:
 
 
 def test_trials_are_children_and_rerun_skips_finished(tracked: str, tmp_path: Path) -> None:
-    spec = _spec(tmp_path, "{loss.terms.1.weight: [0.0, 5.0]}")
+    spec = _spec(tmp_path, "{loss.terms.cvm.weight: [0.0, 5.0]}")
     lines: list[str] = []
     result = run_sweep(spec, SHORT, jobs=2, echo=lines.append)
     assert [o.status for o in result.outcomes] == [FINISHED, FINISHED]
@@ -28,7 +28,7 @@ def test_trials_are_children_and_rerun_skips_finished(tracked: str, tmp_path: Pa
     children = [client.get_run(o.run_id) for o in result.outcomes]
     assert {c.data.tags["mlflow.parentRunId"] for c in children} == {result.parent_run_id}
     assert [c.data.tags["mlflow.runName"] for c in children] == ["sweep-test[weight=0.0]", "sweep-test[weight=5.0]"]
-    assert [c.data.params["loss.terms.1.weight"] for c in children] == ["0.0", "5.0"]
+    assert [c.data.params["loss.terms.cvm.weight"] for c in children] == ["0.0", "5.0"]
     assert [c.data.params["hardware.threads"] for c in children] == ["1", "1"]  # 2 cores / 2 jobs
     assert client.get_run(result.parent_run_id).info.status == "FINISHED"
 

@@ -9,7 +9,7 @@ import pytest
 from framework.errors import SpecError
 from framework.loader import load_spec
 from framework.schema import CommittedSchemas, LiveSchemas
-from framework.validate import validate
+from framework.validate import _node_ref, validate
 
 GOOD = """\
 name: t
@@ -25,7 +25,7 @@ model:
 loss:
   type: weighted_sum
   terms:
-    - {type: cross_entropy}
+    ce: {type: cross_entropy}
 optimizer: {type: adam, lr: 1.0e-3}
 metrics: [{type: accuracy}]
 """
@@ -41,7 +41,8 @@ def test_good_spec_gets_every_default(tmp_path: Path, monkeypatch: pytest.Monkey
     op = _check(tmp_path, monkeypatch, GOOD)
     assert op["model"] == {"type": "mlp", "in_features": 4, "out_features": 2, "hidden": [64],
                            "activation": "relu", "dropout": 0.0}
-    assert op["loss"]["terms"][0] == {"type": "cross_entropy", "weight": 1.0, "label_smoothing": 0.0}
+    assert op["loss"] == {"type": "weighted_sum",
+                          "terms": {"ce": {"type": "cross_entropy", "weight": 1.0, "label_smoothing": 0.0}}}
     assert op["optimizer"]["betas"] == [0.9, 0.999]
     assert op["hardware"]["threads"] == 1 and op["seed"] == 0 and op["scheduler"] is None
     assert list(op)[:4] == ["name", "paper", "description", "seed"]
@@ -77,9 +78,10 @@ def test_good_spec_gets_every_default(tmp_path: Path, monkeypatch: pytest.Monkey
         ("name: t\n", "",
          "s.yaml:1:1: the spec is missing required key 'name'"),
         ("metrics: [{type: accuracy}]", "metrics: [accuracy]",
-         "s.yaml:16:11: metrics[0]: expected a metric node (a mapping with 'type: <metric>'), got string 'accuracy'"),
-        ("    - {type: cross_entropy}", "    - {type: cross_entropy, wieght: 2}",
-         "s.yaml:14:29: loss.terms[0].wieght: cross_entropy has no argument 'wieght'. Did you mean 'weight'?"),
+         "s.yaml:16:11: metrics.0: expected a metric node (a mapping with 'type: <metric>'), got string 'accuracy'"),
+        ("    ce: {type: cross_entropy}", "    ce: {type: cross_entropy, smoothing: 2}",
+         "s.yaml:14:31: loss.terms.ce.smoothing: cross_entropy has no argument 'smoothing'. Did you mean "
+         "'label_smoothing'?"),
         ("{type: adam,", "{type: adam, params: [],",
          "s.yaml:15:25: optimizer.params: 'params' is supplied by the builder at run time; remove it from the spec"),
         ("name: t", "name: t\nhardware: {accelerator: cpux}",
@@ -151,3 +153,160 @@ def test_base_data_arguments_are_checked_through_kwargs(tmp_path: Path, monkeypa
             "'split_sed'. Did you mean 'split_seed'?",
             "override 'data.batch_size=x': data.batch_size: expected an integer, got string 'x'",
         ]
+
+
+# -- named loss terms ---------------------------------------------------------------------------
+
+FAIR = """\
+name: f
+paper: demo
+task: {type: classification}
+data: {type: synthetic_fair_tabular, n_samples: 200, n_features: 4}
+model: {type: mlp, in_features: 4, out_features: 2}
+optimizer: {type: adam}
+loss:
+"""
+
+
+@pytest.mark.parametrize(
+    "loss, overrides, message",
+    [
+        ("  type: cross_entropy\n  weight: 2.0\n", [],
+         "s.yaml:9:3: loss.weight: cross_entropy has no argument 'weight'; a weight belongs to a term of "
+         "weighted_sum: {type: weighted_sum, terms: {cross_entropy: {type: cross_entropy, weight: 2.0}}}"),
+        ("  type: weighted_sum\n  weight: 3\n  terms: {ce: {type: cross_entropy}}\n", [],
+         "s.yaml:9:3: loss.weight: weighted_sum has no argument 'weight'; a weight belongs to a term of "
+         "weighted_sum: {type: weighted_sum, terms: {weighted_sum: {type: weighted_sum, weight: 3}}}"),
+        ("  type: weighted_sum\n  terms:\n    - {type: cross_entropy}\n    - {type: cvm_dependence, weight: 10.0}\n", [],
+         "s.yaml:10:5: loss.terms: terms are named, not listed, so that a key path such as "
+         "loss.terms.cvm_dependence.weight stays on its term when terms are reordered; write terms: "
+         "{cross_entropy: {type: cross_entropy}, cvm_dependence: {type: cvm_dependence, weight: 10.0}}"),
+        ("  type: weighted_sum\n  terms:\n    - {type: mse}\n    - {type: mse, weight: 2.0}\n"
+         "    - {type: weighted_sum, terms: [{type: hsic}], weight: 0.5}\n    - {type: 3}\n", [],
+         "s.yaml:10:5: loss.terms: terms are named, not listed, so that a key path such as "
+         "loss.terms.weighted_sum.weight stays on its term when terms are reordered; write terms: "
+         "{mse: {type: mse}, mse_1: {type: mse, weight: 2.0}, weighted_sum: {type: weighted_sum, "
+         "terms: {hsic: {type: hsic}}, weight: 0.5}, term_3: {type: 3}}"),
+        ("  type: weighted_sum\n  terms: {ce: {type: cross_entropy}, cvm: {type: cvm_dependence}}\n",
+         ["loss.terms.1.weight=3"],
+         "override 'loss.terms.1.weight=3': loss.terms.1: terms are named, not numbered: write "
+         "loss.terms.<name>.weight with <name> one of: ce, cvm"),
+        ("  type: weighted_sum\n  terms: {ce: {type: cross_entropy}, cvm: {type: cvm_dependence}}\n",
+         ["loss.terms.cmv.weight=3"],
+         "override 'loss.terms.cmv.weight=3': loss.terms.cmv: term 'cmv' has no 'type' (a new term needs "
+         "one). Did you mean 'cvm'?"),
+        ("  type: weighted_sum\n  terms:\n    ce: {type: cross_entropy, weight: -1.0}\n", [],
+         "s.yaml:10:39: loss.terms.ce.weight: must be a finite number >= 0, got number -1.0"),
+        ("  type: weighted_sum\n  terms:\n    ce: {type: cross_entropy, weight: '2'}\n", [],
+         "s.yaml:10:39: loss.terms.ce.weight: expected a number >= 0, got string '2' (it is quoted, so "
+         "YAML read a string; remove the quotes)"),
+        ("  type: weighted_sum\n  terms:\n    CE: {type: cross_entropy}\n", [],
+         "s.yaml:10:5: loss.terms.CE: term names are lower_snake_case (they are key paths and metric "
+         "names), got 'CE'"),
+        ("  type: weighted_sum\n  terms: {ce: {type: cross_entropy}}\n", ["loss.terms.ce=null"],
+         "override 'loss.terms.ce=null': loss.terms: every term is removed (null): keep at least one, or "
+         "replace loss with a node of another type"),
+        ("  type: weighted_sum\n  terms: {}\n", [],
+         "s.yaml:9:10: loss.terms: expected at least one term (name -> loss node), got mapping {}"),
+        ("  type: weighted_sum\n  terms:\n    ce: {type: cross_entropy}\n    fair:\n      type: weighted_sum\n"
+         "      terms: {cvm: {type: cvm_dependence, wieght: 2.0}}\n", [],
+         "s.yaml:13:43: loss.terms.fair.terms.cvm.wieght: cvm_dependence has no argument 'wieght'. "
+         "Valid arguments: regularization, on, standardize."),
+        ("  type: weighted_sum\n  terms: {ce: {type: cross_entropy}}\n", ["model.weight=2"],
+         "override 'model.weight=2': model.weight: mlp has no argument 'weight'. Valid arguments: "
+         "in_features, out_features, hidden, activation, dropout."),
+    ],
+    ids=["weight on a lone loss", "weight on the sum itself", "terms as a list", "list: duplicates, nested",
+         "index override", "misspelled term", "negative weight", "quoted weight", "term name",
+         "every term removed", "no term", "nested term argument", "weight elsewhere: no old spelling"],
+)
+def test_term_messages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loss: str, overrides: list[str],
+                       message: str) -> None:
+    with pytest.raises(SpecError) as info:
+        _check(tmp_path, monkeypatch, FAIR + loss, overrides)
+    assert [str(p) for p in info.value.problems] == [message]
+
+
+TERMS = {
+    "ce, cvm": "  terms:\n    ce: {type: cross_entropy}\n    cvm: {type: cvm_dependence, weight: 10.0}\n",
+    "cvm, ce": "  terms:\n    cvm: {type: cvm_dependence, weight: 10.0}\n    ce: {type: cross_entropy}\n",
+}
+
+
+@pytest.mark.parametrize("override", [[], ["loss.terms.cvm.weight=3.0"]], ids=["as written", "overridden"])
+def test_reordered_terms_keep_their_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, override: list[str]) -> None:
+    """`loss.terms.cvm.weight` is the CvM term's weight in either order, and the built sum is the same."""
+    import torch
+
+    from framework.builder import Builder
+
+    built, operative = {}, {}
+    for order, terms in TERMS.items():
+        operative[order] = _check(tmp_path, monkeypatch, FAIR + "  type: weighted_sum\n" + terms, override)
+        built[order] = Builder(load_spec("s.yaml", override)).node("losses", operative[order]["loss"], ("loss",))
+    weight = 3.0 if override else 10.0
+    for op in operative.values():
+        assert op["loss"]["terms"]["cvm"] == {"type": "cvm_dependence", "weight": weight, "regularization": 0.02,
+                                              "on": "logit", "standardize": True}
+    assert operative["ce, cvm"]["loss"]["terms"] == operative["cvm, ce"]["loss"]["terms"]
+    torch.manual_seed(0)
+    outputs, batch = torch.randn(32, 2), {"y": torch.randint(0, 2, (32,)), "group": torch.arange(32) % 2}
+    values = {order: loss(outputs, batch) for order, loss in built.items()}
+    assert built["cvm, ce"].weights == {"cvm": weight, "ce": 1.0}
+    assert torch.allclose(values["ce, cvm"], values["cvm, ce"])
+    parts = built["ce, cvm"].last_terms
+    assert torch.allclose(values["ce, cvm"], parts["ce"] + weight * parts["cvm"])
+
+
+@pytest.mark.parametrize(
+    "child, terms",
+    [
+        ("loss:\n  terms:\n    cvm: null\n", {"ce": {"type": "cross_entropy", "weight": 1.0, "label_smoothing": 0.0}}),
+        ("loss:\n  terms:\n    cvm: null\n    hsic: {type: hsic, weight: 20.0}\n",
+         {"ce": {"type": "cross_entropy", "weight": 1.0, "label_smoothing": 0.0},
+          "hsic": {"type": "hsic", "weight": 20.0, "bandwidth": None}}),
+        ("loss:\n  terms:\n    cvm: {weight: 5.0}\n",
+         {"ce": {"type": "cross_entropy", "weight": 1.0, "label_smoothing": 0.0},
+          "cvm": {"type": "cvm_dependence", "weight": 5.0, "regularization": 0.01, "on": "logit", "standardize": True}}),
+    ],
+    ids=["remove a term", "swap a term", "change a weight"],
+)
+def test_child_spec_edits_terms_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str, terms: dict) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("base.yaml").write_text(FAIR + "  type: weighted_sum\n  terms:\n    ce: {type: cross_entropy}\n"
+                                 "    cvm: {type: cvm_dependence, weight: 10.0, regularization: 0.01}\n")
+    Path("child.yaml").write_text("extends: base.yaml\n" + child)
+    assert validate(load_spec("child.yaml"), CommittedSchemas())["loss"] == {"type": "weighted_sum", "terms": terms}
+
+
+def test_nested_weighted_sum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A weighted sum is a term like any other: its weight scales its own weighted terms."""
+    import torch
+
+    from framework.builder import Builder
+
+    text = FAIR + ("  type: weighted_sum\n  terms:\n    ce: {type: cross_entropy}\n"
+                   "    fair:\n      type: weighted_sum\n      weight: 2.0\n"
+                   "      terms: {cvm: {type: cvm_dependence, weight: 3.0}, hsic: {type: hsic}}\n")
+    override = ["loss.terms.fair.terms.cvm.weight=4.0"]
+    op = _check(tmp_path, monkeypatch, text, override)
+    fair = op["loss"]["terms"]["fair"]
+    assert (fair["type"], fair["weight"], list(fair["terms"])) == ("weighted_sum", 2.0, ["cvm", "hsic"])
+    assert (fair["terms"]["cvm"]["weight"], fair["terms"]["hsic"]["weight"]) == (4.0, 1.0)
+    assert op == _check(tmp_path, monkeypatch, text, override, schemas=LiveSchemas())
+    loss = Builder(load_spec("s.yaml", override)).node("losses", op["loss"], ("loss",))
+    torch.manual_seed(0)
+    outputs, batch = torch.randn(32, 2), {"y": torch.randint(0, 2, (32,)), "group": torch.arange(32) % 2}
+    total = loss(outputs, batch)
+    parts = loss.last_terms
+    assert list(parts) == ["ce", "fair", "fair.cvm", "fair.hsic"]
+    assert torch.allclose(total, parts["ce"] + 2.0 * (4.0 * parts["fair.cvm"] + parts["fair.hsic"]))
+
+
+def test_node_shapes_read_from_schemas() -> None:
+    """The builder and the checker read an argument's shape off its schema, Optional or not."""
+    from components.kinds import Loss, Metric, WeightedLosses
+    from framework.schema import type_schema
+
+    shapes = [_node_ref(type_schema(a)) for a in (Loss, list[Metric], WeightedLosses, WeightedLosses | None, float)]
+    assert shapes == [("losses", "node"), ("metrics", "list"), ("losses", "terms"), ("losses", "terms"), None]

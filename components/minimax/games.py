@@ -7,7 +7,7 @@ convergence measured by the primal-dual gap of the last iterate.
 
 Each game (registry table `problems`) is an ``nn.Module`` (its matrices are float64 buffers, so
 they follow the task to its device and into checkpoints) with the interface the `minimax` task
-and the algorithms in `components.optim.minimax` use; every method is batched over leading dimensions of x and y
+and the algorithms in `components.minimax.algorithms` use; every method is batched over leading dimensions of x and y
 (independent replicates):
 
 - ``dim_x``, ``dim_y``: sizes of the two players' variables (``dim`` is ``dim_x``).

@@ -1,7 +1,7 @@
 """Binary neural networks for StoMPP (NeurIPS 2026; see specs/stompp/README.md): a binary MLP for
 the tiny digits study and binary ResNet-18/34/50 for the paper-scale CIFAR/ImageNet specs.
 
-Every binarized weight and activation is a `BinarizationSite` (components/ops/binarize.py) whose
+Every binarized weight and activation is a `BinarizationSite` (components/binarization/binarize.py) whose
 `policy` says how it is binarized: `ste` (vanilla STE, binary from the start), `stompp` /
 `stompp_ste` (masks driven by the `progressive_binarization` callback), `fp` (never binarized).
 As is usual for BNNs, the first layer's input (the image), the stem convolution and the classifier
@@ -18,7 +18,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from components.ops.binarize import (BinarizationSite, BinaryActivation, BinaryConv2d, BinaryLinear, Policy,
+from components.binarization.binarize import (BinarizationSite, BinaryActivation, BinaryConv2d, BinaryLinear, Policy,
                                      check_policy)
 
 
@@ -34,7 +34,7 @@ class BinaryMLP(nn.Module):
         out_features: Number of classes.
         depth: Number of binary blocks, >= 1.
         width: Units per binary block.
-        policy: ste | stompp | stompp_ste | fp (see components/ops/binarize.py).
+        policy: ste | stompp | stompp_ste | fp (see components/binarization/binarize.py).
     """
 
     def __init__(self, in_features: int, out_features: int, depth: int = 8, width: int = 128,
@@ -149,7 +149,7 @@ class BinaryResNet(nn.Module):
         stem: "cifar" (3x3 conv, stride 1, no pooling; 32x32 inputs) or "imagenet" (7x7 conv,
             stride 2, then 3x3 max-pool; 224x224 inputs).
         width: Channels of the first stage (64 in the paper's ResNets); doubled at each stage.
-        policy: ste | stompp | stompp_ste | fp (see components/ops/binarize.py).
+        policy: ste | stompp | stompp_ste | fp (see components/binarization/binarize.py).
     """
 
     def __init__(self, depth: Literal[18, 34, 50], in_channels: int, out_features: int,

@@ -13,7 +13,7 @@ The contract every algorithm keeps (the `minimax` task calls it; registry table 
   number of iterations T the run will make (fixed-horizon schedules need it).
 - ``step(problem, x, y, t, generator) -> (x, y)``: iteration t = 0, 1, ..., T-1; returns the
   next (feasible) iterate. The problem gives ``grad(x, y, generator)``, ``project_x``,
-  ``project_y`` and ``center()`` (see components.problems.games).
+  ``project_y`` and ``center()`` (see components.minimax.games).
 - ``oracle_calls_per_step``: noisy gradient evaluations per iteration (2 for EG, 1 for OGDA).
 
 Every method works on batches of independent replicates (leading dimensions of x and y).

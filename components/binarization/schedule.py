@@ -17,7 +17,7 @@ from typing import Any, Literal
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from components.ops.binarize import PROGRESSIVE, BinarizationSite, binary_layers
+from components.binarization.binarize import PROGRESSIVE, BinarizationSite, binary_layers
 
 
 class ProgressiveBinarization(Callback):

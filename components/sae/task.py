@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from components.kinds import Model
-from components.metrics.reconstruction import FractionOfVarianceUnexplained
+from components.sae.metrics import FractionOfVarianceUnexplained
 from components.tasks.supervised import log_loss, optimizers_config
 
 

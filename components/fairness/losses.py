@@ -5,7 +5,8 @@ specs/cvm_fairness/README.md): `CvMDependence` is its O(B log B) rank-based pena
 quadratic-cost dependence baseline it is compared against.
 
 Both follow the loss contract of `registry.LOSSES`: called as ``loss(outputs, batch)``, they return
-the unweighted scalar; ``self.weight`` is applied by `weighted_sum`. ``outputs`` are logits of a
+the unweighted penalty; the paper's lambda is the weight of their term in a `weighted_sum`
+(``terms: {cvm: {type: cvm_dependence, weight: 10.0}}``). ``outputs`` are logits of a
 binary classifier, (N, 2) (the score is the logit difference ``outputs[:, 1] - outputs[:, 0]``),
 (N, 1) or (N,); ``batch["group"]`` holds S as integers (0/1 for a binary attribute).
 """
@@ -17,7 +18,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from components.ops.soft_rank import hard_rank, soft_rank
+from components.fairness.soft_rank import hard_rank, soft_rank
 
 
 def binary_score(outputs: Tensor, name: str) -> Tensor:
@@ -115,7 +116,6 @@ class CvMDependence(nn.Module):
     gradient graph, so the step still runs).
 
     Args:
-        weight: Multiplier applied by `weighted_sum` (the paper's lambda).
         regularization: Soft-rank strength eps > 0, in standard deviations of the batch's scores
             (in score units without `standardize`); smaller is closer to hard ranks and gives
             sparser gradients. Entries closer than about eps share a rank, so eps should be of the
@@ -134,7 +134,6 @@ class CvMDependence(nn.Module):
 
     def __init__(
         self,
-        weight: float = 1.0,
         regularization: float = 0.02,
         on: Literal["logit", "probability"] = "logit",
         standardize: bool = True,
@@ -144,7 +143,7 @@ class CvMDependence(nn.Module):
             raise ValueError(f"regularization must be > 0, got {regularization}")
         if on not in ("logit", "probability"):
             raise ValueError(f"on must be 'logit' or 'probability', got {on!r}")
-        self.weight, self.regularization, self.on = weight, regularization, on
+        self.regularization, self.on = regularization, on
         self.standardize = standardize
 
     def forward(self, outputs: Tensor, batch: dict[str, Tensor]) -> Tensor:
@@ -165,18 +164,17 @@ class HSIC(nn.Module):
     ``sum((H K H) * L) / (B - 1)^2``. The quadratic-cost baseline of the CvM paper.
 
     Args:
-        weight: Multiplier applied by `weighted_sum`.
         bandwidth: Gaussian kernel width sigma > 0 on the score; None uses the median heuristic
             (median pairwise distance of the batch's scores, not differentiated through).
     """
 
     name = "hsic"
 
-    def __init__(self, weight: float = 1.0, bandwidth: float | None = None) -> None:
+    def __init__(self, bandwidth: float | None = None) -> None:
         super().__init__()
         if bandwidth is not None and not bandwidth > 0:
             raise ValueError(f"bandwidth must be > 0 or None (median heuristic), got {bandwidth}")
-        self.weight, self.bandwidth = weight, bandwidth
+        self.bandwidth = bandwidth
 
     def forward(self, outputs: Tensor, batch: dict[str, Tensor]) -> Tensor:
         score = binary_score(outputs, self.name)

@@ -29,8 +29,8 @@ import torch
 
 from components.kinds import Kind
 
-# Nested nodes: a game from the `problems` table (contract: components.problems.games) and an
-# algorithm from the `minimax_algorithms` table (contract: components.optim.minimax).
+# Nested nodes: a game from the `problems` table (contract: components.minimax.games) and an
+# algorithm from the `minimax_algorithms` table (contract: components.minimax.algorithms).
 Problem = Annotated[Any, Kind("problems")]
 MinimaxAlgorithm = Annotated[Any, Kind("minimax_algorithms")]
 
@@ -98,11 +98,11 @@ class Minimax(L.LightningModule):
         super().__init__()
         missing = [m for m in _GAME_METHODS if not callable(getattr(problem, m, None))]
         if missing:
-            raise TypeError(f"problem must be a game (components.problems), got {type(problem).__name__} "
+            raise TypeError(f"problem must be a game (a registered problem), got {type(problem).__name__} "
                             f"without {', '.join(missing)}")
         for m in ("reset", "step", "step_size", "regularization"):
             if not callable(getattr(algorithm, m, None)):
-                raise TypeError(f"algorithm must be a minimax algorithm (components.optim.minimax), "
+                raise TypeError(f"algorithm must be a minimax algorithm (components.minimax.algorithms), "
                                 f"got {type(algorithm).__name__} without {m}")
         if replicates < 1:
             raise ValueError(f"replicates must be >= 1, got {replicates}")

@@ -1,1 +1,0 @@
-"""Curve fits over sweep results (scaling laws)."""

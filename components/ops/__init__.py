@@ -1,1 +1,0 @@
-"""ops components (see registry.py for the build contract)."""

@@ -1,0 +1,66 @@
+"""Registry entries of the shared building blocks (data only: importing this imports nothing).
+
+A piece lives here when more than one family uses it, or clearly could; a family's own pieces are
+declared in components/<family>/registry.py. Kinds and their build contracts: registry.py.
+"""
+
+ENTRIES = {
+    "models": {
+        "mlp": "components.models.mlp:MLP",
+        "small_cnn": "components.models.cnn:SmallCNN",
+        "transformer_lm": "components.models.transformer_lm:TransformerLM",
+        "pretrained_causal_lm": "components.models.pretrained_lm:PretrainedCausalLM",
+    },
+    "data": {
+        "synthetic_classification": "components.data.synthetic:SyntheticClassification",
+        "synthetic_regression": "components.data.synthetic:SyntheticRegression",
+        "sklearn_dataset": "components.data.sklearn:SklearnDataset",
+        "csv_table": "components.data.csv:CSVTable",
+        "fashion_mnist": "components.data.images:FashionMNIST",
+        "cifar": "components.data.images:CIFAR",
+        "image_folder": "components.data.images:ImageFolder",
+        "char_text": "components.data.text:CharText",
+        "token_file": "components.data.text:TokenFile",
+    },
+    "losses": {
+        "cross_entropy": "components.losses.basic:CrossEntropy",
+        "mse": "components.losses.basic:MSE",
+        "bce": "components.losses.basic:BCE",
+        "weighted_sum": "components.losses.basic:WeightedSum",
+    },
+    "optimizers": {
+        "sgd": "torch.optim:SGD",
+        "adam": "torch.optim:Adam",
+        "adamw": "torch.optim:AdamW",
+    },
+    "schedulers": {
+        "cosine": "components.optim.schedulers:cosine_with_warmup",
+        "step": "components.optim.schedulers:step_decay",
+    },
+    "metrics": {
+        "accuracy": "components.metrics.standard:Accuracy",
+        "auroc": "components.metrics.standard:AUROC",
+        "f1": "components.metrics.standard:F1",
+        "mse": "components.metrics.standard:MeanSquaredError",
+    },
+    "callbacks": {
+        "checkpoint": "lightning.pytorch.callbacks:ModelCheckpoint",
+        "early_stopping": "lightning.pytorch.callbacks:EarlyStopping",
+        "lr_monitor": "lightning.pytorch.callbacks:LearningRateMonitor",
+        "progress_bar": "components.callbacks.progress:progress_bar",
+    },
+    "tasks": {
+        "classification": "components.tasks.supervised:Classification",
+        "regression": "components.tasks.supervised:Regression",
+        "loss_profile": "components.tasks.profiling:LossProfile",
+        "posthoc_analysis": "components.tasks.posthoc:PosthocAnalysis",
+        "language_modeling": "components.tasks.language_modeling:LanguageModeling",
+    },
+    "claim_functions": {
+        "slope": "components.claim_functions.curves:slope",
+        "loglog_slope": "components.claim_functions.curves:loglog_slope",
+        "r2": "components.claim_functions.curves:r2",
+        "non_increasing": "components.claim_functions.curves:non_increasing",
+        "non_decreasing": "components.claim_functions.curves:non_decreasing",
+    },
+}

@@ -1,0 +1,12 @@
+"""Registry entries of the sparse-autoencoder family (sae_replay): data only, importing this imports nothing."""
+
+ENTRIES = {
+    "models": {
+        "topk_sae": "components.sae.models:TopKSAE",
+        "batchtopk_sae": "components.sae.models:BatchTopKSAE",
+    },
+    "data": {"activation_buffer": "components.sae.activations:ActivationBuffer"},
+    "metrics": {"fvu": "components.sae.metrics:FractionOfVarianceUnexplained"},
+    "tasks": {"sae_training": "components.sae.task:SAETraining"},
+    "claim_functions": {"data_constrained_r2": "components.sae.laws:data_constrained_r2"},
+}

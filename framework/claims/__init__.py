@@ -1,0 +1,51 @@
+"""Claims: a paper folder's qualitative results, stated declaratively and checked by `exp reproduce`.
+
+`specs/<paper>/claims.yaml`:
+
+    paper: cvm_fairness
+    runs:                                   # alias -> a spec of this folder (+ overrides)
+      base: {spec: tiny_unregularized.yaml}
+      cvm: {spec: tiny.yaml}
+      lam: {spec: sweep_lambda.yaml}        # a spec with a sweep: the list of its trials
+      big: {spec: paper_scale.yaml, tier: full}
+    claims:
+      - name: dp_gap_reduced
+        text: CvM cuts the DP gap to <= 0.7x the unregularized run's at accuracy >= 0.75
+        check: cvm['test/demographic_parity_gap'] <= 0.7 * base['test/demographic_parity_gap'] and cvm['test/accuracy'] >= 0.75
+      - name: holds_at_scale
+        text: ...
+        check: big['test/demographic_parity_gap'] <= 0.05
+        tier: full                          # reads a full-tier run, so it is full-tier too
+
+A check is an expression in a small, safe language (`framework.claims.expressions`): numbers and
+strings; `+ - * / **`; comparisons; `and or not`; lists; `alias['metric']` (the run's final
+metric; a staged spec's metrics are `'stage:split/name'`, e.g. `'laplace:test/nll'`); the
+functions in `framework.claims.functions.FUNCTIONS`; and `column(alias, 'metric')` and
+`param(alias, 'key')`, a sweep's values in trial order.
+
+Tiers (`framework.claims.schema`): runs and claims are `tier: default` unless marked
+`tier: full`. `exp reproduce specs/<paper>/` obtains the default-tier runs (reusing finished runs
+with the same operative-spec hash, unless --fresh) and checks the default-tier claims;
+`--full` does every tier. It prints a table (full-tier claims it skipped read
+`full tier, not run`, neither pass nor fail), logs it to MLflow, optionally rewrites the table in
+the folder's README.md between `<!-- claims:begin -->` and `<!-- claims:end -->`, and exits
+non-zero when a claim fails.
+
+Modules: `schema` (the file and its checks), `expressions` (the check language), `functions`
+(what a check can call), `report` (the table and the README), `reproduction` (obtaining the runs,
+checking, logging).
+"""
+
+from framework.claims.expressions import ACCESSORS, Outcome, evaluate, parse_check, used_aliases
+from framework.claims.functions import FUNCTIONS
+from framework.claims.report import BEGIN, END, NOT_RUN, rewrite_readme, table
+from framework.claims.reproduction import TrialResult, obtain_all, reproduce
+from framework.claims.schema import (
+    CLAIMS_FILE, DEFAULT_TIER, FULL_TIER, Claim, ClaimsFile, RunRef, in_tier, load_claims,
+)
+
+__all__ = [
+    "ACCESSORS", "BEGIN", "CLAIMS_FILE", "DEFAULT_TIER", "END", "FULL_TIER", "FUNCTIONS", "NOT_RUN",
+    "Claim", "ClaimsFile", "Outcome", "RunRef", "TrialResult", "evaluate", "in_tier", "load_claims",
+    "obtain_all", "parse_check", "reproduce", "rewrite_readme", "table", "used_aliases",
+]

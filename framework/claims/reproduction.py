@@ -1,0 +1,102 @@
+"""`exp reproduce specs/<paper>/`: obtain the runs the claims read, check the claims, report.
+
+Runs are obtained in the order `runs:` lists them (a later spec may reuse an earlier one's cached
+weights). A plain spec is obtained through the result cache (a finished run with the same
+operative-spec hash is reused unless `fresh`); a sweep spec runs through `exp sweep`'s machinery,
+which skips trials that already finished. Only the tiers asked for are obtained and checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from framework.claims.expressions import Outcome, evaluate
+from framework.claims.report import heading, rewrite_readme, summary, table
+from framework.claims.schema import CLAIMS_FILE, ClaimsFile, RunRef, in_tier, load_claims
+from framework.runner import RunResult
+
+
+@dataclass
+class TrialResult(RunResult):
+    """A sweep trial's result; `values` are the values the trial sets (what `param()` reads)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = False, jobs: int = 1,
+              echo: Any = print, full: bool = False) -> list[Outcome]:
+    """Obtain the runs of the tiers asked for (default only, or all with `full`), check the claims,
+    print the table and a summary, log them to MLflow, optionally rewrite the README's table.
+    Returns an outcome per claim, in file order; a claim outside the tiers has `ran` False."""
+    folder = Path(folder)
+    claims, _ = load_claims(folder)
+    runs = {alias: ref for alias, ref in claims.runs.items() if in_tier(ref.tier, full)}
+    results = obtain_all(runs, folder, fresh, jobs, echo)
+    outcomes = [evaluate(c, results) if in_tier(c.tier, full) else Outcome(c, False, ran=False)
+                for c in claims.claims]
+    text = f"{heading(folder, full)}\n\n{table(outcomes)}"
+    echo(text)
+    echo(summary(outcomes))
+    log_outcomes(claims, folder, outcomes, text, full)
+    if write_readme:
+        rewrite_readme(folder / "README.md", text)
+        echo(f"rewrote the claims table in {folder / 'README.md'}")
+    return outcomes
+
+
+def obtain_all(runs: dict[str, RunRef], folder: Path, fresh: bool, jobs: int, echo: Any = print) -> dict[str, Any]:
+    """alias -> RunResult, or a list of TrialResults (in trial order) for a sweep spec."""
+    from framework.loader import load_spec
+    from framework.plan import expand_sweep
+    from framework.runner import obtain
+
+    results: dict[str, Any] = {}
+    for alias, ref in runs.items():
+        spec = folder / ref.spec
+        if expand_sweep(load_spec(spec, ref.overrides)):
+            echo(f"== {alias}: sweep {spec}")
+            results[alias] = obtain_sweep(alias, spec, ref.overrides, jobs, echo)
+        else:
+            echo(f"== {alias}: {spec} {' '.join(ref.overrides)}".rstrip())
+            results[alias] = obtain(spec, ref.overrides, fresh=fresh)
+    return results
+
+
+def obtain_sweep(alias: str, spec: Path, overrides: list[str], jobs: int, echo: Any = print) -> list[TrialResult]:
+    """Every trial of the sweep, finished now or earlier (a skipped trial's metrics are read from
+    its MLflow run); RuntimeError when a trial did not finish."""
+    from framework.sweep import SKIPPED, run_sweep
+    from framework.tracking import client
+
+    sweep = run_sweep(spec, overrides, jobs=jobs, echo=echo)
+    if sweep.failed:
+        raise RuntimeError(f"run '{alias}': {len(sweep.failed)} trial(s) of {spec} did not finish")
+    trials = []
+    for outcome in sweep.outcomes:
+        metrics = outcome.metrics
+        if outcome.status == SKIPPED:
+            metrics = dict(client().get_run(outcome.run_id).data.metrics)
+        trials.append(TrialResult(run_id=outcome.run_id, metrics=metrics, values=outcome.trial.values))
+    return trials
+
+
+def log_outcomes(claims: ClaimsFile, folder: Path, outcomes: list[Outcome], text: str, full: bool) -> None:
+    """One run per reproduction in the paper's experiment, tagged `expspec.reproduce` and
+    `expspec.tier`: a `claim/<name>` metric (1 pass, 0 fail) per claim that ran, and the table as
+    `claims.md`. FINISHED when no claim failed, else FAILED naming the failed claims."""
+    from framework.tracking import Tracker
+
+    op = {"name": f"{claims.paper} claims", "paper": claims.paper, "description": "", "tracking": {"uri": None}}
+    tags = {"expspec.reproduce": "true", "expspec.tier": "full" if full else "default"}
+    tracker = Tracker(op, str(folder / CLAIMS_FILE), "", [], extra_tags=tags)
+    run_id = tracker.start(log_params=False)
+    tracker.log_metrics({f"claim/{o.claim.name}": float(o.passed) for o in outcomes if o.ran})
+    tracker.client.log_text(run_id, text + "\n", "claims.md")
+    failed = [o.claim.name for o in outcomes if o.failed]
+    if failed:
+        tracker.client.set_tag(run_id, "expspec.error", "claims failed: " + ", ".join(failed))
+        tracker.client.set_terminated(run_id, "FAILED")
+    else:
+        tracker.finish()

@@ -1,0 +1,69 @@
+"""Where a registered target is defined, read from its source without importing it.
+
+`exp explain` shows a component's file:line and docstring; importing the component would import
+torch (seconds), so the module file is found with `importlib.util.find_spec` on the top-level
+package and the package's search path (no module is executed), and the definition is found by
+parsing the file. A name a module re-exports (``from .sgd import SGD`` in torch/optim/__init__.py)
+is followed into the module it comes from.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Source:
+    file: str
+    line: int
+    doc: str
+
+
+def module_file(module: str) -> Path | None:
+    """The .py file of a dotted module name, found without executing any module."""
+    top, *rest = module.split(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin)
+    for part in rest:
+        folder = path.parent / part
+        path = folder / "__init__.py" if (folder / "__init__.py").is_file() else path.parent / f"{part}.py"
+    return path if path.is_file() else None
+
+
+def _relative(module: str, level: int, name: str | None, is_package: bool) -> str:
+    parts = module.split(".")
+    base = parts if is_package else parts[:-1]
+    base = base[: len(base) - (level - 1)] if level > 1 else base
+    return ".".join([*base, name] if name else base)
+
+
+def locate(target: str, _depth: int = 0) -> Source | None:
+    """file:line and docstring of "module:attr" (a class or function), or None if not found."""
+    module, _, attr = target.partition(":")
+    path = module_file(module)
+    if path is None or _depth > 3:
+        return None
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    head, _, rest = attr.partition(".")
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == head:
+            if rest:  # a nested attribute (Class.method)
+                for child in node.body:
+                    if isinstance(child, (ast.ClassDef, ast.FunctionDef)) and child.name == rest:
+                        node = child
+            return Source(str(path), node.lineno, ast.get_docstring(node) or "")
+    for node in tree.body:  # re-exported: follow `from x import attr`
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == head for a in node.names):
+            original = next(a.name for a in node.names if (a.asname or a.name) == head)
+            source = _relative(module, node.level, node.module, path.name == "__init__.py") if node.level else node.module
+            if source:
+                return locate(f"{source}:{original}{'.' + rest if rest else ''}", _depth + 1)
+    return None
