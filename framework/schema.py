@@ -16,6 +16,8 @@ are used some other way) or an `__init__` whose signature cannot be read, and fo
 target with `**kwargs`. So a subclass that fixes a base argument itself
 (`super().__init__(standardize=False, **kwargs)`) must not take `**kwargs`: the schema would offer
 an argument that the call then passes twice. Such a class declares what it forwards by name.
+A node records under `x-inherited` which base declares each argument taken that way, so that
+`exp explain` shows that base's docstring without importing anything.
 
 `exp schema` writes the whole schema to `framework/spec.schema.json` (committed; a test fails when
 it is stale). `exp validate` reads that file and never imports torch; `exp run` asks the live
@@ -214,7 +216,7 @@ def component_schema(table: str, name: str) -> dict[str, Any]:
                 schema["default"] = default
         properties[param_name] = schema
     doc = inspect.getdoc(target) or ""
-    return {
+    node = {
         "type": "object",
         "title": f"{reg.kind} '{name}'",
         "description": doc.split("\n\n")[0],
@@ -223,6 +225,13 @@ def component_schema(table: str, name: str) -> dict[str, Any]:
         "required": required,
         "additionalProperties": built.open_ended,
     }
+    # Where the arguments taken through **kwargs are declared (`exp explain` shows their docs).
+    inherited = {f"{base.__module__}:{base.__qualname__}": [n for n in names if n in properties]
+                 for base, names in built.bases.items()}
+    inherited = {base: names for base, names in inherited.items() if names}
+    if inherited:
+        node["x-inherited"] = inherited
+    return node
 
 
 def node_definition(table: str, names: list[str], prefix: str = "") -> dict[str, Any]:

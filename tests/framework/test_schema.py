@@ -155,6 +155,15 @@ def test_live_schemas_follow_kwargs(toys: None) -> None:
     assert "width" in LiveSchemas().component("toys", "grandchild")["required"]
 
 
+def test_schema_says_where_inherited_arguments_are_declared(toys: None) -> None:
+    """`x-inherited` (read by `exp explain`): each base the walk went into, with the arguments it
+    adds; a base that adds none (or no walk at all) is left out."""
+    assert component_schema("toys", "grandchild")["x-inherited"] == {
+        f"{__name__}:Child": ["name", "depth"], f"{__name__}:Base": ["width", "scale"]}
+    assert "x-inherited" not in component_schema("toys", "base")
+    assert component_schema("toys", "onnobase")["x-inherited"] == {f"{__name__}:NoBase": ["a"]}
+
+
 BASE_DATA_DEFAULTS = {"batch_size": 64, "val_fraction": 0.15, "test_fraction": 0.15, "split_seed": 0,
                       "standardize": True, "num_workers": 0}
 
@@ -176,6 +185,8 @@ def test_data_modules_take_the_base_arguments(name: str, changed: dict) -> None:
     arguments = _arguments(schema)
     assert {k: arguments[k] for k in BASE_DATA_DEFAULTS} == {**BASE_DATA_DEFAULTS, **changed}
     assert schema["additionalProperties"] is False
+    assert schema["x-inherited"] == {
+        "components.data.base:ArrayDataModule": [k for k in BASE_DATA_DEFAULTS if k not in changed]}
 
 
 SPEC = {"name": "s", "paper": "demo", "task": {"type": "classification"}}
