@@ -16,7 +16,7 @@ from components.minimax.algorithms import PerturbedExtragradient, StochasticExtr
 from components.minimax.games import BilinearGame
 from components.minimax.task import Minimax, log_log_slope, log_points
 
-SPECS = Path(__file__).resolve().parents[2] / "specs" / "perturbed_eg"
+SPECS = Path(__file__).resolve().parents[3] / "specs" / "perturbed_eg"
 
 
 def fit_and_test(task: Minimax, steps: int, **trainer: object) -> dict[str, float]:
