@@ -205,6 +205,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         doc = source.doc if source and source.doc else (schema or {}).get("description", "")
         if doc:
             print("\n" + "\n".join(f"  {line}" for line in doc.splitlines()))
+        for base, names in (schema or {}).get("x-inherited", {}).items():  # taken through **kwargs
+            base_source = locate(base)
+            print(f"\n  {', '.join(names)}: from {base} (**kwargs)")
+            print("\n".join(f"  {line}" for line in (base_source.doc if base_source else "").splitlines()))
         print()
     return 0
 
@@ -218,6 +222,8 @@ def _print_arguments(schema: dict) -> None:
             continue
         need = "required" if key in schema["required"] else f"default {prop.get('default', '<none>')!r}"
         print(f"    {key:26s} {describe({k: v for k, v in prop.items() if k != 'default'})}  [{need}]")
+    if schema.get("additionalProperties"):
+        print("    (any other keyword: a **kwargs that cannot be followed into a base class)")
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -5,6 +5,20 @@ not runtime-supplied (see `registry.Registry.runtime`) becomes a property, requi
 no default. Python types map onto JSON Schema as below; a type with no JSON form (a tensor, a
 module) is dropped from a union, and a parameter left with no JSON form accepts any value.
 
+`**kwargs` is followed into the base class: a class whose `__init__` takes `**kwargs` is taken to
+pass them on with `super().__init__(**kwargs)`, which reaches the next class in the MRO that
+defines `__init__`; that class's parameters (names, types, defaults, required) join the schema,
+and if it takes `**kwargs` too the walk goes on. A parameter declared by a subclass wins over the
+same name further up (a subclass may change a base default by redeclaring it and passing it on).
+The node is closed (`additionalProperties: false`) when the walk ends in a class without
+`**kwargs`; it stays open when the walk reaches `object` (nothing left to forward to: the keywords
+are used some other way) or an `__init__` whose signature cannot be read, and for a function
+target with `**kwargs`. So a subclass that fixes a base argument itself
+(`super().__init__(standardize=False, **kwargs)`) must not take `**kwargs`: the schema would offer
+an argument that the call then passes twice. Such a class declares what it forwards by name.
+A node records under `x-inherited` which base declares each argument taken that way, so that
+`exp explain` shows that base's docstring without importing anything.
+
 `exp schema` writes the whole schema to `framework/spec.schema.json` (committed; a test fails when
 it is stale). `exp validate` reads that file and never imports torch; `exp run` asks the live
 signatures of the components it uses (`LiveSchemas`), so both apply the same rules.
@@ -12,6 +26,7 @@ signatures of the components it uses (`LiveSchemas`), so both apply the same rul
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import json
@@ -122,42 +137,101 @@ def _hints(target: Any) -> dict[str, Any]:
         return dict(getattr(function, "__annotations__", {}))
 
 
+def _base_init(cls: type, after: type) -> tuple[type, inspect.Signature] | None:
+    """Where `super(after, instance).__init__(**kwargs)` goes: the next class after `after` in
+    cls's MRO that defines `__init__`, with that `__init__`'s signature less `self`; None when that
+    class is `object` or its signature cannot be read (a builtin)."""
+    mro = cls.__mro__
+    base = next((klass for klass in mro[mro.index(after) + 1 :] if "__init__" in vars(klass)), object)
+    if base is object:
+        return None
+    try:
+        signature = inspect.signature(base.__init__)
+    except (TypeError, ValueError):
+        return None
+    return base, signature.replace(parameters=list(signature.parameters.values())[1:])
+
+
+@dataclasses.dataclass
+class Constructor:
+    """A component's constructor arguments, `**kwargs` followed (see the module docstring).
+
+    parameters: name -> (parameter, its annotation); own parameters first, then each base's.
+    bases: the classes the walk went into, in order, each with the arguments it adds (those no
+        subclass redeclares); empty when there was no `**kwargs` to follow.
+    open_ended: a `**kwargs` could not be followed, so any other keyword is accepted.
+    """
+
+    parameters: dict[str, tuple[inspect.Parameter, Any]]
+    bases: dict[type, list[str]]
+    open_ended: bool
+
+
+def constructor(target: Any) -> Constructor:
+    """The arguments a spec may give `target`, a class or a function."""
+    signature, hints = inspect.signature(target), _hints(target)
+    # The class whose __init__ `target(...)` runs: where the walk up the MRO starts.
+    owner = next((k for k in target.__mro__ if "__init__" in vars(k)), None) if inspect.isclass(target) else None
+    built = Constructor({}, {}, open_ended=False)
+    added: list[str] = []  # the names this level adds
+    while True:
+        takes_kwargs = False
+        for param in signature.parameters.values():
+            if param.kind is param.VAR_KEYWORD:
+                takes_kwargs = True
+            # *args never carries a spec argument; a positional-only one cannot be passed by name;
+            # a name already seen was redeclared by a subclass, whose declaration wins.
+            elif (param.kind not in (param.VAR_POSITIONAL, param.POSITIONAL_ONLY) and param.name != "self"
+                  and param.name not in built.parameters):
+                built.parameters[param.name] = (param, hints.get(param.name, param.annotation))
+                added.append(param.name)
+        if not takes_kwargs:
+            return built
+        found = _base_init(target, owner) if owner is not None else None
+        if found is None:
+            built.open_ended = True
+            return built
+        owner, signature = found
+        hints = _hints(owner)
+        built.bases[owner] = added = []
+
+
 def component_schema(table: str, name: str) -> dict[str, Any]:
     """The JSON Schema of one registered component's node (imports the component)."""
     reg = registry.KINDS[table]
     target = reg.load(name)
-    signature = inspect.signature(target)
-    hints = _hints(target)
+    built = constructor(target)
     properties: dict[str, Any] = {"type": {"const": name}}
     required = ["type"]
-    open_ended = False
-    for param in signature.parameters.values():
-        if param.name in reg.runtime or param.name == "self":
+    for param_name, (param, annotation) in built.parameters.items():
+        if param_name in reg.runtime:
             continue
-        if param.kind is param.VAR_KEYWORD:
-            open_ended = True
-            continue
-        if param.kind is param.VAR_POSITIONAL:
-            continue
-        schema = type_schema(hints.get(param.name, param.annotation))
+        schema = type_schema(annotation)
         schema = {} if schema is _NO_JSON else dict(schema)
         if param.default is param.empty:
-            required.append(param.name)
+            required.append(param_name)
         else:
             default = _json_default(param.default)
             if default is not _NO_JSON:
                 schema["default"] = default
-        properties[param.name] = schema
+        properties[param_name] = schema
     doc = inspect.getdoc(target) or ""
-    return {
+    node = {
         "type": "object",
         "title": f"{reg.kind} '{name}'",
         "description": doc.split("\n\n")[0],
         "x-target": reg.target(name),
         "properties": properties,
         "required": required,
-        "additionalProperties": open_ended,
+        "additionalProperties": built.open_ended,
     }
+    # Where the arguments taken through **kwargs are declared (`exp explain` shows their docs).
+    inherited = {f"{base.__module__}:{base.__qualname__}": [n for n in names if n in properties]
+                 for base, names in built.bases.items()}
+    inherited = {base: names for base, names in inherited.items() if names}
+    if inherited:
+        node["x-inherited"] = inherited
+    return node
 
 
 def node_definition(table: str, names: list[str], prefix: str = "") -> dict[str, Any]:

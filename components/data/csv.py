@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -35,12 +35,10 @@ class CSVTable(ArrayDataModule):
         target: Column that holds y.
         group: Column with a sensitive attribute, returned as batch["group"]; None for none.
         task: 'classification' (label-encoded long y) or 'regression' (float y).
-        batch_size: See ArrayDataModule.
-        val_fraction: See ArrayDataModule.
-        test_fraction: See ArrayDataModule.
-        split_seed: See ArrayDataModule.
-        standardize: See ArrayDataModule (one-hot columns are standardized too).
-        num_workers: See ArrayDataModule.
+
+    Plus the base data module's arguments (batch_size, val_fraction, test_fraction, split_seed,
+    standardize, num_workers; see `ArrayDataModule`);
+    `standardize` scales the one-hot columns too.
     """
 
     def __init__(
@@ -50,14 +48,9 @@ class CSVTable(ArrayDataModule):
         target: str,
         group: str | None = None,
         task: Literal["classification", "regression"] = "classification",
-        batch_size: int = 64,
-        val_fraction: float = 0.15,
-        test_fraction: float = 0.15,
-        split_seed: int = 0,
-        standardize: bool = True,
-        num_workers: int = 0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(batch_size, val_fraction, test_fraction, split_seed, standardize, num_workers)
+        super().__init__(**kwargs)
         if len(features) == 0:
             raise ValueError("features must name at least one column, got []")
         if task not in ("classification", "regression"):

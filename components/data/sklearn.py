@@ -3,7 +3,7 @@ diabetes."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from sklearn import datasets
@@ -32,26 +32,18 @@ class SklearnDataset(ArrayDataModule):
     Args:
         name: Which bundled dataset.
         as_images: Return digits as 1x8x8 images for a CNN; only valid for name 'digits'.
-        batch_size: See ArrayDataModule.
-        val_fraction: See ArrayDataModule.
-        test_fraction: See ArrayDataModule.
-        split_seed: See ArrayDataModule.
-        standardize: See ArrayDataModule.
-        num_workers: See ArrayDataModule.
+
+    Plus the base data module's arguments (batch_size, val_fraction, test_fraction, split_seed,
+    standardize, num_workers; see `ArrayDataModule`).
     """
 
     def __init__(
         self,
         name: Literal["digits", "breast_cancer", "wine", "iris", "diabetes"],
         as_images: bool = False,
-        batch_size: int = 64,
-        val_fraction: float = 0.15,
-        test_fraction: float = 0.15,
-        split_seed: int = 0,
-        standardize: bool = True,
-        num_workers: int = 0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(batch_size, val_fraction, test_fraction, split_seed, standardize, num_workers)
+        super().__init__(**kwargs)
         if name not in LOADERS:
             raise ValueError(f"name must be one of {sorted(LOADERS)}, got '{name}'")
         if as_images and name not in IMAGES:

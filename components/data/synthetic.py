@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sklearn.datasets import make_classification, make_regression
 
@@ -32,12 +34,9 @@ class SyntheticClassification(ArrayDataModule):
         n_informative: Columns that carry the class signal, in [1, n_features].
         noise: Fraction of labels replaced by a random class (make_classification's flip_y), in [0, 1].
         seed: Seed of the generator.
-        batch_size: See ArrayDataModule.
-        val_fraction: See ArrayDataModule.
-        test_fraction: See ArrayDataModule.
-        split_seed: See ArrayDataModule.
-        standardize: See ArrayDataModule.
-        num_workers: See ArrayDataModule.
+
+    Plus the base data module's arguments (batch_size, val_fraction, test_fraction, split_seed,
+    standardize, num_workers; see `ArrayDataModule`).
     """
 
     def __init__(
@@ -48,14 +47,9 @@ class SyntheticClassification(ArrayDataModule):
         n_informative: int = 4,
         noise: float = 0.1,
         seed: int = 0,
-        batch_size: int = 64,
-        val_fraction: float = 0.15,
-        test_fraction: float = 0.15,
-        split_seed: int = 0,
-        standardize: bool = True,
-        num_workers: int = 0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(batch_size, val_fraction, test_fraction, split_seed, standardize, num_workers)
+        super().__init__(**kwargs)
         _check_sizes(n_samples, n_features, n_informative, noise)
         if n_classes < 2:
             raise ValueError(f"n_classes must be >= 2, got {n_classes}")
@@ -99,12 +93,9 @@ class SyntheticRegression(ArrayDataModule):
         n_informative: Columns with a nonzero coefficient, in [1, n_features].
         noise: Standard deviation of the noise relative to the unit-variance signal, >= 0.
         seed: Seed of the generator.
-        batch_size: See ArrayDataModule.
-        val_fraction: See ArrayDataModule.
-        test_fraction: See ArrayDataModule.
-        split_seed: See ArrayDataModule.
-        standardize: See ArrayDataModule.
-        num_workers: See ArrayDataModule.
+
+    Plus the base data module's arguments (batch_size, val_fraction, test_fraction, split_seed,
+    standardize, num_workers; see `ArrayDataModule`).
     """
 
     def __init__(
@@ -115,14 +106,9 @@ class SyntheticRegression(ArrayDataModule):
         n_informative: int = 4,
         noise: float = 0.1,
         seed: int = 0,
-        batch_size: int = 64,
-        val_fraction: float = 0.15,
-        test_fraction: float = 0.15,
-        split_seed: int = 0,
-        standardize: bool = True,
-        num_workers: int = 0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(batch_size, val_fraction, test_fraction, split_seed, standardize, num_workers)
+        super().__init__(**kwargs)
         _check_sizes(n_samples, n_features, n_informative, noise)
         if n_targets < 1:
             raise ValueError(f"n_targets must be >= 1, got {n_targets}")

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from components.kinds import Kind
-from components.tasks.supervised import optimizers_config
+from components.tasks.supervised import log_loss, optimizers_config
 
 Sampler = Annotated[Any, Kind("samplers")]
 
@@ -70,14 +70,14 @@ class DiffusionTraining(L.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self._loss(batch)
-        self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=len(batch["x"]))
+        log_loss(self, "train", loss, len(batch["x"]))
         return loss
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        self.log("val/loss", self._loss(batch), on_epoch=True, prog_bar=True, batch_size=len(batch["x"]), sync_dist=True)
+        log_loss(self, "val", self._loss(batch), len(batch["x"]))
 
     def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        self.log("test/loss", self._loss(batch), on_epoch=True, batch_size=len(batch["x"]), sync_dist=True)
+        log_loss(self, "test", self._loss(batch), len(batch["x"]))
 
     def configure_optimizers(self) -> Any:
         return optimizers_config(self, self.optimizer_factory, self.scheduler_factory)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -45,8 +45,10 @@ class SyntheticFairTabular(ArrayDataModule):
         label_noise: Probability of flipping each label, in [0, 0.5).
         group_ratio: P(S = 1), in (0, 1).
         seed: Seed of the generator (independent of the split seed and of the run seed).
-        batch_size, val_fraction, test_fraction, split_seed, standardize, num_workers: see
-            `ArrayDataModule`.
+        batch_size: Rows per batch (the base's, with a larger default).
+
+    Plus the base data module's other arguments (val_fraction, test_fraction, split_seed,
+    standardize, num_workers; see `ArrayDataModule`).
     """
 
     def __init__(
@@ -58,13 +60,9 @@ class SyntheticFairTabular(ArrayDataModule):
         group_ratio: float = 0.5,
         seed: int = 0,
         batch_size: int = 256,
-        val_fraction: float = 0.15,
-        test_fraction: float = 0.15,
-        split_seed: int = 0,
-        standardize: bool = True,
-        num_workers: int = 0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(batch_size, val_fraction, test_fraction, split_seed, standardize, num_workers)
+        super().__init__(batch_size=batch_size, **kwargs)
         if n_samples < 10:
             raise ValueError(f"n_samples must be >= 10, got {n_samples}")
         if n_features < 3:
@@ -107,8 +105,12 @@ class UCIAdult(ArrayDataModule):
         root: Directory holding adult.data and adult.test; None searches as above.
         sensitive: The attribute reported as "group".
         include_sensitive: Also feed the sensitive column to the model.
-        batch_size, val_fraction, test_fraction, split_seed, standardize, num_workers: see
-            `ArrayDataModule` (test_fraction is unused: adult.test is the test split).
+        batch_size: Rows per batch.
+        val_fraction: Share of adult.data held out for validation.
+        test_fraction: Unused (adult.test is the test split); kept at 0.
+
+    These three are the base's, with other defaults. Plus the base data module's other arguments
+    (split_seed, standardize, num_workers; see `ArrayDataModule`).
     """
 
     def __init__(
@@ -119,11 +121,9 @@ class UCIAdult(ArrayDataModule):
         batch_size: int = 256,
         val_fraction: float = 0.1,
         test_fraction: float = 0.0,
-        split_seed: int = 0,
-        standardize: bool = True,
-        num_workers: int = 0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(batch_size, val_fraction, test_fraction, split_seed, standardize, num_workers)
+        super().__init__(batch_size=batch_size, val_fraction=val_fraction, test_fraction=test_fraction, **kwargs)
         if sensitive not in ("sex", "race"):
             raise ValueError(f"sensitive must be 'sex' or 'race', got {sensitive!r}")
         self.root, self.sensitive, self.include_sensitive = root, sensitive, include_sensitive

@@ -19,7 +19,7 @@ Outputs are raw model outputs: logits (N, C) for C-way classification, a single 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import torch
 from torchmetrics import Metric
@@ -92,17 +92,13 @@ def _hard_labels(outputs: torch.Tensor) -> torch.Tensor:
     return outputs.argmax(dim=1)
 
 
-class Accuracy(_ClassificationMetric):
-    """Share of examples whose top class (or logit > 0, for one output column) equals y.
+class _HardLabelScore(_ClassificationMetric):
+    """A score of the hard labels (top class, or logit > 0 for one output column): one
+    torchmetrics.functional call, `score`, with the subclass's `average`."""
 
-    Args:
-        average: 'micro' for the plain share correct; 'macro' for the mean of per-class recalls
-            (balanced accuracy).
-    """
+    score: Callable[..., torch.Tensor]
 
-    name = "accuracy"
-
-    def __init__(self, average: Literal["micro", "macro"] = "micro") -> None:
+    def __init__(self, average: Literal["micro", "macro"]) -> None:
         super().__init__()
         self.average = _check_average(average)
 
@@ -111,10 +107,25 @@ class Accuracy(_ClassificationMetric):
 
     def compute(self) -> torch.Tensor:
         preds, target, num_classes = self._gathered()
-        return multiclass_accuracy(preds, target, num_classes=num_classes, average=self.average)
+        return self.score(preds, target, num_classes=num_classes, average=self.average)
 
 
-class F1(_ClassificationMetric):
+class Accuracy(_HardLabelScore):
+    """Share of examples whose top class (or logit > 0, for one output column) equals y.
+
+    Args:
+        average: 'micro' for the plain share correct; 'macro' for the mean of per-class recalls
+            (balanced accuracy).
+    """
+
+    name = "accuracy"
+    score = staticmethod(multiclass_accuracy)
+
+    def __init__(self, average: Literal["micro", "macro"] = "micro") -> None:
+        super().__init__(average)
+
+
+class F1(_HardLabelScore):
     """F1 score of the top class (or logit > 0, for one output column).
 
     Binary outputs count as two classes, so 'macro' averages the F1 of class 0 and class 1
@@ -126,17 +137,10 @@ class F1(_ClassificationMetric):
     """
 
     name = "f1"
+    score = staticmethod(multiclass_f1_score)
 
     def __init__(self, average: Literal["micro", "macro"] = "macro") -> None:
-        super().__init__()
-        self.average = _check_average(average)
-
-    def _rows(self, outputs: torch.Tensor) -> torch.Tensor:
-        return _hard_labels(outputs)
-
-    def compute(self) -> torch.Tensor:
-        preds, target, num_classes = self._gathered()
-        return multiclass_f1_score(preds, target, num_classes=num_classes, average=self.average)
+        super().__init__(average)
 
 
 class AUROC(_ClassificationMetric):

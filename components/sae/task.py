@@ -32,7 +32,7 @@ from torch import nn
 
 from components.kinds import Model
 from components.sae.metrics import FractionOfVarianceUnexplained
-from components.tasks.supervised import optimizers_config
+from components.tasks.supervised import log_loss, optimizers_config
 
 
 class _StopForward(Exception):
@@ -166,7 +166,7 @@ class SAETraining(L.LightningModule):
         with torch.no_grad():
             fvu = (x - x_hat).pow(2).sum() / (x - x.mean(0)).pow(2).sum().clamp_min(1e-30)
         size = len(x)
-        self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=size)
+        log_loss(self, "train", loss, size)
         self.log("train/fvu", fvu, on_step=True, on_epoch=False, batch_size=size)
         self.log("train/l0", (z > 0).float().sum(1).mean(), on_step=True, on_epoch=False, batch_size=size)
         return loss

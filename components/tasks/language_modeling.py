@@ -2,8 +2,9 @@
 
 The model maps token ids (B, L) to logits (B, L, V); the task flattens positions into the batch,
 so outputs (B*L, V) and batch["y"] (B*L,) reach the loss and metrics exactly as in
-`classification` (`cross_entropy`, `accuracy`, ... apply unchanged). Besides `<stage>/loss` it logs
-`<stage>/bits_per_token` (cross-entropy in bits, whatever the loss) for val and test.
+`classification` (`cross_entropy`, `accuracy`, ... apply unchanged), and are logged as there
+(`Supervised.log_step`: loss, named loss terms, metrics); besides, `<stage>/bits_per_token`
+(cross-entropy in bits, whatever the loss) for val and test.
 
 Stage one of `sae_replay` (specs/sae_replay/): the tiny character LM whose activations the SAEs
 are trained on.
@@ -47,15 +48,8 @@ class LanguageModeling(Supervised):
         flat = logits.reshape(-1, logits.shape[-1])
         flat_batch = {**batch, "y": batch["y"].reshape(-1)}
         loss = self.loss(flat, flat_batch)
-        size = len(batch["x"])
-        if stage == "train":
-            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=size)
-        else:
-            self.log(f"{stage}/loss", loss, on_epoch=True, prog_bar=stage == "val", batch_size=size, sync_dist=True)
+        self.log_step(stage, loss, flat, flat_batch)
+        if stage != "train":
             bits = F.cross_entropy(flat.detach(), flat_batch["y"]) / math.log(2)
-            self.log(f"{stage}/bits_per_token", bits, on_epoch=True, batch_size=size, sync_dist=True)
-        if f"{stage}_metrics" in self.stage_metrics:
-            for name, metric in self.stage_metrics[f"{stage}_metrics"].items():
-                metric.update(flat.detach(), flat_batch)
-                self.log(f"{stage}/{name}", metric, on_step=False, on_epoch=True, batch_size=size)
+            self.log(f"{stage}/bits_per_token", bits, on_epoch=True, batch_size=len(batch["x"]), sync_dist=True)
         return loss

@@ -43,6 +43,16 @@ def optimizers_config(
     return {"optimizer": built, "lr_scheduler": scheduler(built, total_steps=total)}
 
 
+def log_loss(module: L.LightningModule, stage: str, loss: torch.Tensor, batch_size: int) -> None:
+    """`train/loss` per step (on the progress bar); `val/loss` and `test/loss` per epoch, averaged
+    over DDP ranks (val on the progress bar). Every task that logs a loss logs it this way."""
+    if stage == "train":
+        module.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=batch_size)
+    else:
+        module.log(f"{stage}/loss", loss, on_epoch=True, prog_bar=stage == "val", batch_size=batch_size,
+                   sync_dist=True)
+
+
 class Supervised(L.LightningModule):
     """Base of the supervised tasks; subclasses say which data sizes must match the model.
 
@@ -85,11 +95,14 @@ class Supervised(L.LightningModule):
     def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
         outputs = self.model(batch["x"])
         loss = self.loss(outputs, batch)
+        self.log_step(stage, loss, outputs, batch)
+        return loss
+
+    def log_step(self, stage: str, loss: torch.Tensor, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:
+        """Log a step as the module docstring says: the loss, its named terms, and the stage's
+        metrics updated with (outputs, batch). Subclasses that reshape outputs call it too."""
         size = len(batch["x"])
-        if stage == "train":
-            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=size)
-        else:
-            self.log(f"{stage}/loss", loss, on_epoch=True, prog_bar=stage == "val", batch_size=size, sync_dist=True)
+        log_loss(self, stage, loss, size)
         for term, value in getattr(self.loss, "last_terms", {}).items():
             self.log(f"{stage}/loss.{term}", value, on_step=False, on_epoch=True, batch_size=size,
                      sync_dist=stage != "train")  # epoch values are averaged over DDP ranks
@@ -97,7 +110,6 @@ class Supervised(L.LightningModule):
             for name, metric in self.stage_metrics[f"{stage}_metrics"].items():
                 metric.update(outputs.detach(), batch)
                 self.log(f"{stage}/{name}", metric, on_step=False, on_epoch=True, batch_size=size)
-        return loss
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         return self._step(batch, "train")

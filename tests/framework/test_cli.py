@@ -56,6 +56,17 @@ def test_list_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Did you mean 'mlp'?" in capsys.readouterr().err
 
 
+def test_explain_shows_arguments_taken_through_kwargs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "uci_adult"]) == 0
+    out = capsys.readouterr().out
+    assert "    split_seed                 an integer  [default 0]" in out
+    assert "    val_fraction               a number  [default 0.1]" in out
+    assert "  split_seed, standardize, num_workers: from components.data.base:ArrayDataModule (**kwargs)" in out
+    assert "      num_workers: DataLoader worker processes" in out  # the base's docstring
+    assert main(["explain", "fvu"]) == 0
+    assert "(any other keyword: a **kwargs that cannot be followed into a base class)" in capsys.readouterr().out
+
+
 def test_schema_check(tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     assert main(["schema", "-o", str(out)]) == 0

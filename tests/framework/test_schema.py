@@ -9,8 +9,18 @@ from typing import Any, Literal
 import jsonschema
 import pytest
 
+import registry
 from components.kinds import Loss, WeightedLosses
-from framework.schema import SCHEMA_PATH, _NO_JSON, build_schema, term_definition, type_schema
+from framework.schema import (
+    SCHEMA_PATH,
+    _NO_JSON,
+    LiveSchemas,
+    build_schema,
+    component_schema,
+    constructor,
+    term_definition,
+    type_schema,
+)
 
 
 @pytest.mark.parametrize(
@@ -45,6 +55,138 @@ def test_committed_schema_is_current() -> None:
     """Fails when a component or section changed without `exp schema` (then commit the file)."""
     assert SCHEMA_PATH.is_file(), "run `exp schema`"
     assert json.loads(SCHEMA_PATH.read_text()) == build_schema(), "stale: run `exp schema` and commit it"
+
+
+# -- **kwargs followed into the base class (toy components, registered in a throwaway table) -----
+
+
+class Base:
+    def __init__(self, width: int, depth: int = 2, scale: float = 1.0) -> None:
+        self.width, self.depth, self.scale = width, depth, scale
+
+
+class Child(Base):
+    def __init__(self, name: str = "c", depth: int = 5, **kwargs: Any) -> None:
+        super().__init__(depth=depth, **kwargs)
+        self.name = name
+
+
+class GrandChild(Child):
+    def __init__(self, flag: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.flag = flag
+
+
+class NoBase:
+    """Its **kwargs go to `object`: nothing to follow."""
+
+    def __init__(self, a: int = 1, **kwargs: Any) -> None:
+        self.a, self.extra = a, kwargs
+
+
+class OnNoBase(NoBase):
+    def __init__(self, b: int = 2, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+
+
+class NewOnly:
+    """No __init__ of its own: its signature is __new__'s, whose **kwargs cannot be followed."""
+
+    def __new__(cls, a: int = 1, **kwargs: Any) -> "NewOnly":
+        return super().__new__(cls)
+
+
+def open_function(a: int = 1, **kwargs: Any) -> dict:
+    return {"a": a, **kwargs}
+
+
+@pytest.fixture
+def toys(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = ["Base", "Child", "GrandChild", "NoBase", "OnNoBase", "NewOnly", "open_function"]
+    table = registry.Registry("toy", entries={n.lower(): f"{__name__}:{n}" for n in names})
+    monkeypatch.setitem(registry.KINDS, "toys", table)
+
+
+def _arguments(schema: dict) -> dict:
+    """argument -> default (or 'required'), in schema order."""
+    props = {k: v for k, v in schema["properties"].items() if k != "type"}
+    return {k: "required" if k in schema["required"] else v.get("default") for k, v in props.items()}
+
+
+@pytest.mark.parametrize(
+    "name, arguments, closed",
+    [
+        ("base", {"width": "required", "depth": 2, "scale": 1.0}, True),
+        # own first; the redeclared `depth` keeps the subclass default; `width` stays required
+        ("child", {"name": "c", "depth": 5, "width": "required", "scale": 1.0}, True),
+        ("grandchild", {"flag": False, "name": "c", "depth": 5, "width": "required", "scale": 1.0}, True),
+        ("nobase", {"a": 1}, False),
+        ("onnobase", {"b": 2, "a": 1}, False),
+        ("newonly", {"a": 1}, False),
+        ("open_function", {"a": 1}, False),
+    ],
+)
+def test_kwargs_are_followed_into_the_base(toys: None, name: str, arguments: dict, closed: bool) -> None:
+    schema = component_schema("toys", name)
+    assert _arguments(schema) == arguments
+    assert schema["additionalProperties"] is (not closed)
+
+
+def test_constructor_names_the_bases_it_followed() -> None:
+    assert constructor(GrandChild).bases == {Child: ["name", "depth"], Base: ["width", "scale"]}
+    assert constructor(Base).bases == {}
+    assert constructor(OnNoBase).bases == {NoBase: ["a"]} and constructor(OnNoBase).open_ended
+
+
+def test_followed_schema_rejects_unknown_and_checks_base_types(toys: None) -> None:
+    validator = jsonschema.Draft202012Validator(component_schema("toys", "child"))
+    assert validator.is_valid({"type": "child", "width": 3, "scale": 0.5})
+    assert not validator.is_valid({"type": "child", "width": 3, "scael": 0.5})  # unknown key
+    assert not validator.is_valid({"type": "child", "scale": 0.5})  # base's required width missing
+    assert not validator.is_valid({"type": "child", "width": "3"})  # base's type
+    # an open chain keeps accepting what it cannot check
+    assert jsonschema.Draft202012Validator(component_schema("toys", "onnobase")).is_valid(
+        {"type": "onnobase", "anything": 1}
+    )
+
+
+def test_live_schemas_follow_kwargs(toys: None) -> None:
+    assert LiveSchemas().component("toys", "grandchild") == component_schema("toys", "grandchild")
+    assert "width" in LiveSchemas().component("toys", "grandchild")["required"]
+
+
+def test_schema_says_where_inherited_arguments_are_declared(toys: None) -> None:
+    """`x-inherited` (read by `exp explain`): each base the walk went into, with the arguments it
+    adds; a base that adds none (or no walk at all) is left out."""
+    assert component_schema("toys", "grandchild")["x-inherited"] == {
+        f"{__name__}:Child": ["name", "depth"], f"{__name__}:Base": ["width", "scale"]}
+    assert "x-inherited" not in component_schema("toys", "base")
+    assert component_schema("toys", "onnobase")["x-inherited"] == {f"{__name__}:NoBase": ["a"]}
+
+
+BASE_DATA_DEFAULTS = {"batch_size": 64, "val_fraction": 0.15, "test_fraction": 0.15, "split_seed": 0,
+                      "standardize": True, "num_workers": 0}
+
+
+@pytest.mark.parametrize(
+    "name, changed",
+    [
+        ("synthetic_classification", {}),
+        ("synthetic_regression", {}),
+        ("sklearn_dataset", {}),
+        ("csv_table", {}),
+        ("synthetic_fair_tabular", {"batch_size": 256}),
+        ("uci_adult", {"batch_size": 256, "val_fraction": 0.1, "test_fraction": 0.0}),
+    ],
+)
+def test_data_modules_take_the_base_arguments(name: str, changed: dict) -> None:
+    """Each declares only its own arguments (and the base defaults it changes) plus **kwargs."""
+    schema = LiveSchemas().component("data", name)
+    arguments = _arguments(schema)
+    assert {k: arguments[k] for k in BASE_DATA_DEFAULTS} == {**BASE_DATA_DEFAULTS, **changed}
+    assert schema["additionalProperties"] is False
+    assert schema["x-inherited"] == {
+        "components.data.base:ArrayDataModule": [k for k in BASE_DATA_DEFAULTS if k not in changed]}
 
 
 SPEC = {"name": "s", "paper": "demo", "task": {"type": "classification"}}

@@ -140,6 +140,21 @@ def test_live_and_committed_schemas_agree(tmp_path: Path, monkeypatch: pytest.Mo
     assert _check(tmp_path, monkeypatch, GOOD, schemas=LiveSchemas()) == _check(tmp_path, monkeypatch, GOOD)
 
 
+def test_base_data_arguments_are_checked_through_kwargs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """synthetic_classification takes the base data module's arguments through **kwargs: both
+    schemas know them (typed, with defaults) and reject a misspelling."""
+    for schemas in (CommittedSchemas(), LiveSchemas()):
+        op = _check(tmp_path, monkeypatch, GOOD, ["data.split_seed=3"], schemas=schemas)
+        assert op["data"]["split_seed"] == 3 and op["data"]["val_fraction"] == 0.15
+        with pytest.raises(SpecError) as info:
+            _check(tmp_path, monkeypatch, GOOD, ["data.split_sed=3", "data.batch_size=x"], schemas=schemas)
+        assert [str(p) for p in info.value.problems] == [
+            "override 'data.split_sed=3': data.split_sed: synthetic_classification has no argument "
+            "'split_sed'. Did you mean 'split_seed'?",
+            "override 'data.batch_size=x': data.batch_size: expected an integer, got string 'x'",
+        ]
+
+
 # -- named loss terms ---------------------------------------------------------------------------
 
 FAIR = """\

@@ -1,6 +1,7 @@
 """LoTTS tiny-scale ingredients: digits with known defects, the tiny verifier's ranking, and the
 generic diffusion-training task (the loss it optimizes goes down)."""
 
+import lightning as L
 import numpy as np
 import pytest
 import torch
@@ -71,3 +72,16 @@ def test_diffusion_training_lowers_the_denoising_loss():
 def test_diffusion_training_needs_a_noise_schedule():
     with pytest.raises(ValueError, match="noise_scheduler"):
         DiffusionTraining(torch.nn.Linear(2, 2), torch.optim.Adam)
+
+
+def test_diffusion_training_logs_the_loss_per_stage():
+    L.seed_everything(0, verbose=False)
+    task = DiffusionTraining(TinyTokenUNet(block_out_channels=[16, 32]), lambda p: torch.optim.AdamW(p, lr=2e-3))
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=1, limit_val_batches=1, limit_test_batches=1,
+                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, accelerator="cpu")
+    data = DigitDefects(copies=1, batch_size=16)
+    trainer.fit(task, datamodule=data)
+    assert {"train/loss", "val/loss"} <= set(trainer.callback_metrics)
+    trainer.test(task, datamodule=data, verbose=False)
+    assert float(trainer.callback_metrics["test/loss"]) > 0
