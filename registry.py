@@ -42,16 +42,16 @@ def close_matches(word: str, options: Iterable[str], n: int = 1) -> list[str]:
 class UnknownComponent(KeyError):
     """A spec named a component that no table holds."""
 
-    def __init__(self, kind: str, name: str, matches: list[str], known: list[str]) -> None:
-        self.kind, self.name, self.matches, self.known = kind, name, matches, known
+    def __init__(self, noun: str, name: str, matches: list[str], known: list[str]) -> None:
+        self.noun, self.name, self.matches, self.known = noun, name, matches, known
         super().__init__(self.message)
 
     @property
     def message(self) -> str:
-        text = f"unknown {self.kind} '{self.name}'."
+        text = f"unknown {self.noun} '{self.name}'."
         if self.matches:
             return f"{text} Did you mean '{self.matches[0]}'?"
-        return f"{text} Known {self.kind}s: {', '.join(self.known)}."
+        return f"{text} Known {self.noun}s: {', '.join(self.known)}."
 
     def __str__(self) -> str:
         return self.message
@@ -61,7 +61,8 @@ class Registry:
     """One kind's table: name -> lazy "module:attr" target, and where each entry was declared.
 
     Args:
-        kind: Singular noun used in messages ("loss", "optimizer").
+        noun: What one entry is called in messages ("loss", "optimizer"); the kind itself is its
+            key in `KINDS` ("losses").
         contract: How a component of this kind is built and called (shown by `exp list`).
         entries: name -> "module:attr".
         runtime: Parameters the builder supplies at build time; a spec may not set them.
@@ -72,7 +73,7 @@ class Registry:
 
     def __init__(
         self,
-        kind: str,
+        noun: str,
         contract: str = "",
         entries: Mapping[str, str] | None = None,
         runtime: tuple[str, ...] = (),
@@ -80,7 +81,7 @@ class Registry:
         in_specs: bool = True,
         origin: str = "registry.py",
     ) -> None:
-        self.kind, self.contract, self.runtime, self.factory = kind, contract, tuple(runtime), factory
+        self.noun, self.contract, self.runtime, self.factory = noun, contract, tuple(runtime), factory
         self.in_specs, self.origin = in_specs, origin
         self._entries: dict[str, str] = {}
         self._origins: dict[str, str] = {}
@@ -91,11 +92,11 @@ class Registry:
         """Register `name`; a second registration of the same name is an error naming both places."""
         if name in self._entries:
             raise ValueError(
-                f"{self.kind} '{name}' is declared twice: {self._entries[name]} in {self._origins[name]}, "
+                f"{self.noun} '{name}' is declared twice: {self._entries[name]} in {self._origins[name]}, "
                 f"and {target} in {origin}; rename one of them"
             )
         if ":" not in target:
-            raise ValueError(f"{self.kind} '{name}' in {origin}: target must be 'module:attr', got '{target}'")
+            raise ValueError(f"{self.noun} '{name}' in {origin}: target must be 'module:attr', got '{target}'")
         self._entries[name] = target
         self._origins[name] = origin
 
@@ -108,7 +109,7 @@ class Registry:
     def target(self, name: str) -> str:
         if name not in self._entries:
             known = self.names()
-            raise UnknownComponent(self.kind, name, close_matches(name, known), known)
+            raise UnknownComponent(self.noun, name, close_matches(name, known), known)
         return self._entries[name]
 
     def origin_of(self, name: str) -> str:

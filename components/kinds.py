@@ -1,7 +1,7 @@
 """Type aliases that mark a constructor argument as a nested component node.
 
 ``model: Model`` in a signature tells the schema (and `exp validate`) that the argument is a
-component node resolved in the models table, and tells the builder to build it before the call;
+component node resolved in the models kind, and tells the builder to build it before the call;
 ``metrics: list[Metric]`` is a list of such nodes.
 
 ``terms: WeightedLosses`` is a mapping of term name -> loss node in which each node may also carry
@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 
 class Kind:
-    """Annotation metadata: the registry table (a key of `registry.KINDS`) a node resolves in.
+    """Annotation metadata: the registry kind (a key of `registry.KINDS`) a node resolves in.
 
     With ``weighted=True`` the argument is a mapping of named, weighted terms (see the module
     docstring); the names become key paths (``loss.terms.cvm.weight``) and logged metric names
@@ -22,12 +22,12 @@ class Kind:
 
     TERM_NAME = r"^[a-z][a-z0-9_]*$"
 
-    def __init__(self, table: str, weighted: bool = False) -> None:
-        self.table = table
+    def __init__(self, kind: str, weighted: bool = False) -> None:
+        self.kind = kind
         self.weighted = weighted
 
     def __repr__(self) -> str:
-        return f"Kind({self.table!r}, weighted=True)" if self.weighted else f"Kind({self.table!r})"
+        return f"Kind({self.kind!r}, weighted=True)" if self.weighted else f"Kind({self.kind!r})"
 
 
 Model = Annotated[Any, Kind("models")]

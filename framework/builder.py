@@ -38,25 +38,25 @@ class Builder:
         mark = self.loaded.key_mark(path) or Mark(self.loaded.source)
         error.add_note(f"{mark}: {format_path(path)}: while building {what}")
 
-    def node(self, table: str, node: dict[str, Any], path: Path, **runtime: Any) -> Any:
-        reg = registry.KINDS[table]
+    def node(self, kind: str, node: dict[str, Any], path: Path, **runtime: Any) -> Any:
+        reg = registry.KINDS[kind]
         name = node["type"]
-        schema = self.schemas.component(table, name)
+        schema = self.schemas.component(kind, name)
         kwargs: dict[str, Any] = {}
         for key, value in node.items():
             if key == "type":
                 continue
             nested = _node_ref(schema["properties"].get(key, {}))
             if nested and value is not None:
-                sub_table, shape = nested
+                sub_kind, shape = nested
                 if shape == "terms":  # name -> (weight, built term); see components.kinds.WeightedLosses
-                    value = {name: (term["weight"], self.node(sub_table, {k: v for k, v in term.items() if k != "weight"},
+                    value = {name: (term["weight"], self.node(sub_kind, {k: v for k, v in term.items() if k != "weight"},
                                                               (*path, key, name)))
                              for name, term in value.items()}
                 elif shape == "list":
-                    value = [self.node(sub_table, v, (*path, key, i)) for i, v in enumerate(value)]
+                    value = [self.node(sub_kind, v, (*path, key, i)) for i, v in enumerate(value)]
                 else:
-                    value = self.node(sub_table, value, (*path, key))
+                    value = self.node(sub_kind, value, (*path, key))
             kwargs[key] = value
         target = reg.load(name)
         if reg.factory:
@@ -64,7 +64,7 @@ class Builder:
         try:
             return target(**kwargs, **runtime)
         except Exception as error:
-            self.note(error, path, f"{reg.kind} '{name}'")
+            self.note(error, path, f"{reg.noun} '{name}'")
             raise
 
     def build(self, operative: dict[str, Any]) -> Built:
@@ -79,8 +79,8 @@ class Builder:
                                          f"metric '{node['type']}' is listed twice")])
             metrics[node["type"]] = self.node("metrics", node, ("metrics", i))
         runtime: dict[str, Any] = {"model": model, "metrics": metrics}
-        for field, table in (("loss", "losses"), ("optimizer", "optimizers"), ("scheduler", "schedulers")):
-            runtime[field] = self.node(table, operative[field], (field,)) if operative.get(field) else None
+        for field, kind in (("loss", "losses"), ("optimizer", "optimizers"), ("scheduler", "schedulers")):
+            runtime[field] = self.node(kind, operative[field], (field,)) if operative.get(field) else None
         task_node = operative["task"]
         parameters = inspect.signature(registry.KINDS["tasks"].load(task_node["type"])).parameters
         missing = [k for k, p in parameters.items()

@@ -156,7 +156,7 @@ def _kind(name: str) -> str:
     import registry
 
     for kind, reg in registry.KINDS.items():
-        if name in (kind, reg.kind):
+        if name in (kind, reg.noun):
             return kind
     choices = ", ".join(registry.KINDS)
     raise SystemExit(f"error: unknown kind '{name}'. Kinds: {choices}")
@@ -195,7 +195,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         reg = registry.KINDS[kind]
         source = locate(reg.target(name))
         where = f"{source.file}:{source.line}" if source else "<unknown>"
-        print(f"{reg.kind} '{name}'  ->  {reg.target(name)}  ({where}; from {reg.origin_of(name)})")
+        print(f"{reg.noun} '{name}'  ->  {reg.target(name)}  ({where}; from {reg.origin_of(name)})")
         if reg.runtime:
             print(f"  supplied at run time: {', '.join(reg.runtime)}")
         schema = None

@@ -43,10 +43,10 @@ SCHEMA_PATH = pathlib.Path(__file__).with_name("spec.schema.json")
 _NO_JSON = object()  # marker: this annotation has no JSON Schema form
 
 
-def _kind_table(meta: Any) -> str | None:
+def _kind_of(meta: Any) -> str | None:
     # components.kinds.Kind, recognised by shape so that this module never imports components.
-    table = getattr(meta, "table", None)
-    return table if type(meta).__name__ == "Kind" and isinstance(table, str) else None
+    kind = getattr(meta, "kind", None)
+    return kind if type(meta).__name__ == "Kind" and isinstance(kind, str) else None
 
 
 # The weight a term of a weighted mapping (components.kinds.WeightedLosses) may carry.
@@ -54,14 +54,14 @@ TERM_WEIGHT = {"type": "number", "minimum": 0, "default": 1.0,
                "description": "factor on this term in the sum, >= 0"}
 
 
-def terms_schema(table: str, name_pattern: str) -> dict[str, Any]:
-    """A weighted mapping: term name -> `term.<table>` node (a `<table>` node plus `weight`), or
+def terms_schema(kind: str, name_pattern: str) -> dict[str, Any]:
+    """A weighted mapping: term name -> `term.<kind>` node (a `<kind>` node plus `weight`), or
     null, which removes a term an `extends:` base defined (see framework.validate)."""
     return {
         "type": "object",
         "minProperties": 1,
         "propertyNames": {"pattern": name_pattern},
-        "additionalProperties": {"anyOf": [{"$ref": f"#/$defs/term.{table}"}, {"type": "null"}]},
+        "additionalProperties": {"anyOf": [{"$ref": f"#/$defs/term.{kind}"}, {"type": "null"}]},
     }
 
 
@@ -73,11 +73,11 @@ def type_schema(annotation: Any) -> Any:
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
         for meta in annotation.__metadata__:
-            table = _kind_table(meta)
-            if table and getattr(meta, "weighted", False):
-                return terms_schema(table, meta.TERM_NAME)
-            if table:
-                return {"$ref": f"#/$defs/node.{table}"}
+            kind = _kind_of(meta)
+            if kind and getattr(meta, "weighted", False):
+                return terms_schema(kind, meta.TERM_NAME)
+            if kind:
+                return {"$ref": f"#/$defs/node.{kind}"}
         return type_schema(args[0])
     if annotation is type(None) or annotation is None:
         return {"type": "null"}
@@ -196,9 +196,9 @@ def constructor(target: Any) -> Constructor:
         built.bases[owner] = added = []
 
 
-def component_schema(table: str, name: str) -> dict[str, Any]:
+def component_schema(kind: str, name: str) -> dict[str, Any]:
     """The JSON Schema of one registered component's node (imports the component)."""
-    reg = registry.KINDS[table]
+    reg = registry.KINDS[kind]
     target = reg.load(name)
     built = constructor(target)
     properties: dict[str, Any] = {"type": {"const": name}}
@@ -218,7 +218,7 @@ def component_schema(table: str, name: str) -> dict[str, Any]:
     doc = inspect.getdoc(target) or ""
     node = {
         "type": "object",
-        "title": f"{reg.kind} '{name}'",
+        "title": f"{reg.noun} '{name}'",
         "description": doc.split("\n\n")[0],
         "x-target": reg.target(name),
         "properties": properties,
@@ -234,22 +234,22 @@ def component_schema(table: str, name: str) -> dict[str, Any]:
     return node
 
 
-def node_definition(table: str, names: list[str], prefix: str = "") -> dict[str, Any]:
-    """`node.<table>`: a mapping whose `type` is one of the table's names, then that name's schema
-    (`<prefix><table>.<name>`: prefix "term." for the terms of a weighted mapping)."""
+def node_definition(kind: str, names: list[str], prefix: str = "") -> dict[str, Any]:
+    """`node.<kind>`: a mapping whose `type` is one of the kind's names, then that name's schema
+    (`<prefix><kind>.<name>`: prefix "term." for the terms of a weighted mapping)."""
     return {
         "type": "object",
         "required": ["type"],
         "properties": {"type": {"enum": names}},
         "allOf": [
-            {"if": {"properties": {"type": {"const": n}}}, "then": {"$ref": f"#/$defs/{prefix}{table}.{n}"}}
+            {"if": {"properties": {"type": {"const": n}}}, "then": {"$ref": f"#/$defs/{prefix}{kind}.{n}"}}
             for n in names
         ],
     }
 
 
 def term_definition(component: dict[str, Any]) -> dict[str, Any]:
-    """`term.<table>.<name>`: the component's node schema with `weight` added after `type`."""
+    """`term.<kind>.<name>`: the component's node schema with `weight` added after `type`."""
     properties = dict(component["properties"])
     if "weight" in properties:
         raise ValueError(f"{component['x-target']} takes an argument 'weight', which a term of a "
@@ -259,14 +259,14 @@ def term_definition(component: dict[str, Any]) -> dict[str, Any]:
     return term
 
 
-def _weighted_tables(value: Any) -> set[str]:
-    """The tables whose weighted mappings (`term.<table>` refs) occur anywhere in `value`."""
+def _weighted_kinds(value: Any) -> set[str]:
+    """The kinds whose weighted mappings (`term.<kind>` refs) occur anywhere in `value`."""
     if isinstance(value, dict):
         found = {value["$ref"].removeprefix("#/$defs/term.")} \
             if str(value.get("$ref", "")).startswith("#/$defs/term.") else set()
-        return found.union(*(_weighted_tables(v) for v in value.values()))
+        return found.union(*(_weighted_kinds(v) for v in value.values()))
     if isinstance(value, list):
-        return set().union(*(_weighted_tables(v) for v in value))
+        return set().union(*(_weighted_kinds(v) for v in value))
     return set()
 
 
@@ -280,9 +280,9 @@ def _replace_placeholders(value: Any) -> Any:
     return value
 
 
-def is_plugin(table: str, name: str) -> bool:
+def is_plugin(kind: str, name: str) -> bool:
     """Whether an entry comes from an installed plugin (see registry.py), not from this repository."""
-    return registry.KINDS[table].origin_of(name).startswith("plugin ")
+    return registry.KINDS[kind].origin_of(name).startswith("plugin ")
 
 
 def build_schema(plugins: bool = False) -> dict[str, Any]:
@@ -306,20 +306,20 @@ def build_schema(plugins: bool = False) -> dict[str, Any]:
     # A staged spec writes task/data/model per stage: only these are required at the top level.
     schema["required"] = ["name", "paper"]
     defs = schema.setdefault("$defs", {})
-    for table, reg in registry.KINDS.items():
+    for kind, reg in registry.KINDS.items():
         if not reg.in_specs:
             continue
-        names = [n for n in reg.names() if plugins or not is_plugin(table, n)]
-        defs[f"node.{table}"] = node_definition(table, names)
+        names = [n for n in reg.names() if plugins or not is_plugin(kind, n)]
+        defs[f"node.{kind}"] = node_definition(kind, names)
         for name in names:
-            defs[f"{table}.{name}"] = component_schema(table, name)
+            defs[f"{kind}.{name}"] = component_schema(kind, name)
     # Weighted mappings (`terms:` of weighted_sum) get their own term definitions, so that an
     # editor accepts `weight` inside a term and nowhere else, as `exp validate` does.
-    for table in sorted(_weighted_tables(defs)):
-        names = registry.KINDS[table].names()
-        defs[f"term.{table}"] = node_definition(table, names, prefix="term.")
+    for kind in sorted(_weighted_kinds(defs)):
+        names = registry.KINDS[kind].names()
+        defs[f"term.{kind}"] = node_definition(kind, names, prefix="term.")
         for name in names:
-            defs[f"term.{table}.{name}"] = term_definition(defs[f"{table}.{name}"])
+            defs[f"term.{kind}.{name}"] = term_definition(defs[f"{kind}.{name}"])
     return schema
 
 
@@ -339,17 +339,17 @@ class CommittedSchemas:
         self.defs: dict[str, Any] = json.loads(path.read_text())["$defs"]
         self._live = LiveSchemas()
 
-    def names(self, table: str) -> list[str]:
-        return registry.KINDS[table].names()
+    def names(self, kind: str) -> list[str]:
+        return registry.KINDS[kind].names()
 
-    def component(self, table: str, name: str) -> dict[str, Any]:
-        key = f"{table}.{name}"
+    def component(self, kind: str, name: str) -> dict[str, Any]:
+        key = f"{kind}.{name}"
         if key not in self.defs:
-            registry.KINDS[table].target(name)  # raises UnknownComponent with close matches
-            if is_plugin(table, name):
-                return self._live.component(table, name)
+            registry.KINDS[kind].target(name)  # raises UnknownComponent with close matches
+            if is_plugin(kind, name):
+                return self._live.component(kind, name)
             raise LookupError(
-                f"{registry.KINDS[table].kind} '{name}' is registered but missing from "
+                f"{registry.KINDS[kind].noun} '{name}' is registered but missing from "
                 f"{SCHEMA_PATH.name}; run `exp schema` to regenerate it"
             )
         return self.defs[key]
@@ -361,11 +361,11 @@ class LiveSchemas:
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def names(self, table: str) -> list[str]:
-        return registry.KINDS[table].names()
+    def names(self, kind: str) -> list[str]:
+        return registry.KINDS[kind].names()
 
-    def component(self, table: str, name: str) -> dict[str, Any]:
-        if (table, name) not in self._cache:
-            registry.KINDS[table].target(name)  # raises UnknownComponent with close matches
-            self._cache[(table, name)] = component_schema(table, name)
-        return self._cache[(table, name)]
+    def component(self, kind: str, name: str) -> dict[str, Any]:
+        if (kind, name) not in self._cache:
+            registry.KINDS[kind].target(name)  # raises UnknownComponent with close matches
+            self._cache[(kind, name)] = component_schema(kind, name)
+        return self._cache[(kind, name)]

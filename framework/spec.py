@@ -1,7 +1,7 @@
 """The spec's typed sections (pydantic, closed with extra="forbid").
 
 Component nodes (`model:`, `loss:`, ...) are typed here only as mappings tagged with the registry
-table they resolve in (`Node`); their arguments are checked against the registered constructor's
+kind they resolve in (`Node`); their arguments are checked against the registered constructor's
 signature by `framework.validate`. Everything else in a spec is a plain typed field below, and
 its default is part of the operative spec.
 """
@@ -15,11 +15,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 
-def Node(table: str) -> Any:
+def Node(kind: str) -> Any:
     return Annotated[
         dict[str, Any],
-        # schema.py replaces this placeholder with a $ref to the table's node definitions.
-        WithJsonSchema({"x-node": table}),
+        # schema.py replaces this placeholder with a $ref to the kind's node definitions.
+        WithJsonSchema({"x-node": kind}),
     ]
 
 
@@ -162,8 +162,8 @@ class Spec(Section):
     sweep: Sweep | None = None
 
 
-# Spec field -> (registry table, whether the field holds a list of nodes).
-NODE_SLOTS: dict[str, tuple[str, bool]] = {
+# Spec field -> (registry kind, whether the field holds a list of nodes).
+NODE_SECTIONS: dict[str, tuple[str, bool]] = {
     "task": ("tasks", False),
     "data": ("data", False),
     "model": ("models", False),

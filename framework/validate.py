@@ -18,7 +18,7 @@ entry names the check (`terms`: a weighted mapping is not a mapping; `term name`
 not lower_snake_case; `argument`: a component has no such argument), says when the failure is an
 old spelling, and writes the message in the new spelling (the list of terms as the equivalent
 mapping, `loss.terms.<name>.weight` for an index, where a weight now goes). A later rename adds
-one entry to that table.
+one entry to that kind.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ import registry
 from framework.errors import Path, Problem, SpecError, format_path
 from framework.loader import Loaded
 from framework.schema import TERM_WEIGHT
-from framework.spec import NODE_SLOTS, Hardware, Spec, Tracking, Trainer
+from framework.spec import NODE_SECTIONS, Hardware, Spec, Tracking, Trainer
 
 _SECTIONS: dict[str, type[BaseModel]] = {"hardware": Hardware, "trainer": Trainer, "tracking": Tracking}
 
 
 class Schemas(Protocol):
-    def names(self, table: str) -> list[str]: ...
-    def component(self, table: str, name: str) -> dict[str, Any]: ...
+    def names(self, kind: str) -> list[str]: ...
+    def component(self, kind: str, name: str) -> dict[str, Any]: ...
 
 
 def describe(schema: Any) -> str:
@@ -53,18 +53,18 @@ def describe(schema: Any) -> str:
         return "any value"
     terms = _node_ref(schema)
     if terms and terms[1] == "terms":
-        return f"a mapping of term name -> {registry.KINDS[terms[0]].kind} node (each with an optional weight)"
+        return f"a mapping of term name -> {registry.KINDS[terms[0]].noun} node (each with an optional weight)"
     if "$ref" in schema:
-        table = schema["$ref"].rsplit("node.", 1)[-1]
-        return f"a {registry.KINDS[table].kind} node" if table in registry.KINDS else "a component node"
+        kind = schema["$ref"].rsplit("node.", 1)[-1]
+        return f"a {registry.KINDS[kind].noun} node" if kind in registry.KINDS else "a component node"
     if "const" in schema:
         return repr(schema["const"])
     if "enum" in schema:
         return "one of " + ", ".join(repr(v) if not isinstance(v, bool) else str(v).lower() for v in schema["enum"])
     if "anyOf" in schema:
         return " or ".join(describe(s) for s in schema["anyOf"])
-    kind = schema.get("type")
-    if kind == "array":
+    json_type = schema.get("type")
+    if json_type == "array":
         if "prefixItems" in schema:
             return f"a list of {len(schema['prefixItems'])} items"
         items = schema.get("items")
@@ -76,7 +76,7 @@ def describe(schema: Any) -> str:
         "boolean": "true or false",
         "null": "null",
         "object": "a mapping",
-    }.get(kind, str(kind))
+    }.get(json_type, str(json_type))
 
 
 def yaml_type(value: Any) -> str:
@@ -127,11 +127,11 @@ def _close(word: str, options: list[str]) -> str | None:
     return found[0] if found else None
 
 
-def _unknown_key(owner: str, key: str, valid: list[str], kind: str = "key") -> str:
+def _unknown_key(owner: str, key: str, valid: list[str], what: str = "key") -> str:
     match = _close(key, valid)
     if match:
-        return f"{owner} has no {kind} '{key}'. Did you mean '{match}'?"
-    return f"{owner} has no {kind} '{key}'. Valid {kind}s: {', '.join(valid) or 'none'}."
+        return f"{owner} has no {what} '{key}'. Did you mean '{match}'?"
+    return f"{owner} has no {what} '{key}'. Valid {what}s: {', '.join(valid) or 'none'}."
 
 
 def _flow(value: Any) -> str:
@@ -145,8 +145,8 @@ def _as_named_terms(terms: list[Any], pattern: str) -> dict[str, Any]:
     a term whose type is no valid name is `term_<index>`."""
     named: dict[str, Any] = {}
     for index, term in enumerate(terms):
-        kind = term.get("type") if isinstance(term, dict) else None
-        base = kind if isinstance(kind, str) and re.match(pattern, kind) else f"term_{index}"
+        type_name = term.get("type") if isinstance(term, dict) else None
+        base = type_name if isinstance(type_name, str) and re.match(pattern, type_name) else f"term_{index}"
         name, suffix = base, 0
         while name in named:
             suffix += 1
@@ -196,7 +196,7 @@ OLD_SPELLINGS: list[OldSpelling] = [
     OldSpelling("terms", lambda value, where: isinstance(value, list), _listed_terms),
     OldSpelling("term name", lambda value, where: str(value).isdigit(), _numbered_term),
     # Every loss took a `weight`, applied only inside weighted_sum and silently ignored elsewhere.
-    OldSpelling("argument", lambda value, where: where["table"] == "losses" and value == "weight", _lone_weight),
+    OldSpelling("argument", lambda value, where: where["kind"] == "losses" and value == "weight", _lone_weight),
 ]
 
 
@@ -219,20 +219,20 @@ class _Checker:
 
     # -- component nodes -------------------------------------------------------------------------
 
-    def node(self, value: Any, table: str, path: Path) -> Any:
-        reg = registry.KINDS[table]
+    def node(self, value: Any, kind: str, path: Path) -> Any:
+        reg = registry.KINDS[kind]
         if not isinstance(value, dict):
-            self.problem(path, f"expected a {reg.kind} node (a mapping with 'type: <{reg.kind}>'), got {_got(value)}")
+            self.problem(path, f"expected a {reg.noun} node (a mapping with 'type: <{reg.noun}>'), got {_got(value)}")
             return value
         name = value.get("type")
         if name is None:
-            self.problem(path, f"a {reg.kind} node needs a 'type' key. Known {reg.kind}s: {', '.join(reg.names())}.", at_key=True)
+            self.problem(path, f"a {reg.noun} node needs a 'type' key. Known {reg.noun}s: {', '.join(reg.names())}.", at_key=True)
             return value
         if not isinstance(name, str):
-            self.problem((*path, "type"), f"expected a {reg.kind} name, got {_got(name)}")
+            self.problem((*path, "type"), f"expected a {reg.noun} name, got {_got(name)}")
             return value
         try:
-            schema = self.schemas.component(table, name)
+            schema = self.schemas.component(kind, name)
         except registry.UnknownComponent as error:
             self.problem((*path, "type"), error.message)
             return value
@@ -247,7 +247,7 @@ class _Checker:
                 if key in reg.runtime:
                     self.problem((*path, key), f"'{key}' is supplied by the builder at run time; remove it from the spec", at_key=True)
                 else:
-                    message = old_spelling("argument", key, table=table, owner=name, given=value[key])
+                    message = old_spelling("argument", key, kind=kind, owner=name, given=value[key])
                     self.problem((*path, key), message or _unknown_key(name, key, arguments, "argument"), at_key=True)
         for key in schema.get("required", []):
             if key not in value:
@@ -267,15 +267,15 @@ class _Checker:
     def argument(self, value: Any, schema: dict[str, Any], path: Path) -> Any:
         nested = _node_ref(schema)
         if nested and value is not None:
-            table, shape = nested
+            kind, shape = nested
             if shape == "terms":
-                return self.terms(value, table, _terms_member(schema), path)
+                return self.terms(value, kind, _terms_member(schema), path)
             if shape == "list":
                 if not isinstance(value, list):
                     self.problem(path, f"expected {describe(schema)}, got {_got(value)}")
                     return value
-                return [self.node(item, table, (*path, i)) for i, item in enumerate(value)]
-            return self.node(value, table, path)
+                return [self.node(item, kind, (*path, i)) for i, item in enumerate(value)]
+            return self.node(value, kind, path)
         errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: len(e.path))
         if errors:
             error = errors[0]
@@ -283,16 +283,16 @@ class _Checker:
             self.problem(sub, self._value_message(error.instance, error))
         return value
 
-    def terms(self, value: Any, table: str, schema: dict[str, Any], path: Path) -> Any:
+    def terms(self, value: Any, kind: str, schema: dict[str, Any], path: Path) -> Any:
         """A weighted mapping: name -> node with an optional weight (see the module docstring)."""
-        kind = registry.KINDS[table].kind
+        noun = registry.KINDS[kind].noun
         if not isinstance(value, dict):
             message = old_spelling("terms", value, path=path, pattern=schema["propertyNames"]["pattern"])
             self.problem(path, message or f"expected {describe(schema)}, got {_got(value)}")
             return value
         kept = {name: term for name, term in value.items() if term is not None}  # null removes a term
         if not value:
-            self.problem(path, f"expected at least one term (name -> {kind} node), got {_got(value)}")
+            self.problem(path, f"expected at least one term (name -> {noun} node), got {_got(value)}")
         elif not kept:  # shown where the last term was removed: the file, a child spec or an override
             mark = self.loaded.value_mark((*path, list(value)[-1]))
             self.problems.append(Problem(mark, path, "every term is removed (null): keep at least one, or "
@@ -317,7 +317,7 @@ class _Checker:
             if isinstance(term, dict) and "weight" in term:
                 self.term_weight(weight, (*sub, "weight"))
             rest = {k: v for k, v in term.items() if k != "weight"} if isinstance(term, dict) else term
-            filled = self.node(rest, table, sub)
+            filled = self.node(rest, kind, sub)
             if isinstance(filled, dict) and "type" in filled:
                 out[name] = {"type": filled["type"], "weight": weight,
                              **{k: v for k, v in filled.items() if k != "type"}}
@@ -353,37 +353,37 @@ class _Checker:
 
     def section_error(self, error: Any, data: dict[str, Any], seen: set[Path]) -> None:
         loc = tuple(error["loc"])
-        if loc and loc[0] in NODE_SLOTS:
+        if loc and loc[0] in NODE_SECTIONS:
             return  # component nodes are reported by `node()`, with their own messages
-        kind = error["type"]
+        error_type = error["type"]
         owner_cls = _SECTIONS.get(str(loc[0])) if len(loc) > 1 else Spec
         field_path: Path = loc[:2] if owner_cls is not Spec else loc[:1]
         if field_path in seen:
             return
         seen.add(field_path)
         key = field_path[-1]
-        if kind == "extra_forbidden":
+        if error_type == "extra_forbidden":
             owner = "the spec" if owner_cls is Spec else f"section '{loc[0]}'"
             valid = list(owner_cls.model_fields) if owner_cls else []
             if owner_cls is Spec:
                 valid.append("extends")
             self.problem(field_path, _unknown_key(owner, str(key), valid), at_key=True)
-        elif kind == "missing":
+        elif error_type == "missing":
             parent = field_path[:-1]
             where = "the spec" if not parent else f"section '{parent[0]}'"
             self.problem(parent, f"{where} is missing required key '{key}'", at_key=True)
-        elif kind == "model_type" or kind == "model_attributes_type":
+        elif error_type == "model_type" or error_type == "model_attributes_type":
             self.problem(field_path, f"expected a mapping of {key} settings, got {_got(error['input'])}")
         else:
             value = _get(data, field_path)
             schema = _field_schema(field_path)
-            if kind.endswith(("_type", "_parsing")) or kind in ("literal_error", "enum", "union_tag_invalid"):
+            if error_type.endswith(("_type", "_parsing")) or error_type in ("literal_error", "enum", "union_tag_invalid"):
                 message = f"expected {describe(schema)}, got {_got(value)}"
                 match = _close(value, [str(v) for v in schema.get("enum", [])]) if isinstance(value, str) else None
                 message += f". Did you mean '{match}'?" if match else _hint(value, schema)
             else:
-                message = f"{_constraint(kind, error.get('ctx') or {}, error['msg'])}, got {_got(value)}"
-                if kind == "value_error":  # a model validator's own message says it all
+                message = f"{_constraint(error_type, error.get('ctx') or {}, error['msg'])}, got {_got(value)}"
+                if error_type == "value_error":  # a model validator's own message says it all
                     message = error["msg"].removeprefix("Value error, ")
             self.problem(field_path, message)
 
@@ -398,8 +398,8 @@ _CONSTRAINTS = {
 }
 
 
-def _constraint(kind: str, ctx: dict[str, Any], fallback: str) -> str:
-    template = _CONSTRAINTS.get(kind)
+def _constraint(error_type: str, ctx: dict[str, Any], fallback: str) -> str:
+    template = _CONSTRAINTS.get(error_type)
     return template.format(**ctx) if template else fallback
 
 
@@ -427,7 +427,7 @@ def _field_schema(path: Path) -> dict[str, Any]:
 
 
 def _node_ref(schema: dict[str, Any]) -> tuple[str, str] | None:
-    """(table, shape) when the argument holds component node(s): shape "node" (one node), "list"
+    """(kind, shape) when the argument holds component node(s): shape "node" (one node), "list"
     (a list of nodes) or "terms" (a weighted mapping of named nodes, `framework.schema.terms_schema`)."""
     ref = schema.get("$ref", "")
     if ref.startswith("#/$defs/node."):
@@ -468,17 +468,17 @@ def validate(loaded: Loaded, schemas: Schemas) -> dict[str, Any]:
         raise SpecError([Problem(loaded.value_mark(()), (), "a spec must be a mapping of sections")])
     spec = checker.sections(data)
     nodes: dict[str, Any] = {}
-    for field, (table, many) in NODE_SLOTS.items():
+    for field, (kind, many) in NODE_SECTIONS.items():
         value = data.get(field)
         if value is None:
             continue
         if many:
             if not isinstance(value, list):
-                checker.problem((field,), f"expected a list of {registry.KINDS[table].kind} nodes, got {_got(value)}")
+                checker.problem((field,), f"expected a list of {registry.KINDS[kind].noun} nodes, got {_got(value)}")
                 continue
-            nodes[field] = [checker.node(item, table, (field, i)) for i, item in enumerate(value)]
+            nodes[field] = [checker.node(item, kind, (field, i)) for i, item in enumerate(value)]
         else:
-            nodes[field] = checker.node(value, table, (field,))
+            nodes[field] = checker.node(value, kind, (field,))
     if checker.problems or spec is None:
         raise SpecError(sorted(checker.problems, key=_order))
     operative = spec.model_dump(mode="json")

@@ -13,25 +13,25 @@ import pytest
 import registry
 from framework.schema import component_schema
 
-ENTRIES = [(table, name) for table, reg in registry.KINDS.items() for name in reg.names()]
+ENTRIES = [(kind, name) for kind, reg in registry.KINDS.items() for name in reg.names()]
 
 
-@pytest.mark.parametrize("table, name", ENTRIES, ids=[f"{t}.{n}" for t, n in ENTRIES])
-def test_entry_contract(table: str, name: str) -> None:
+@pytest.mark.parametrize("kind, name", ENTRIES, ids=[f"{t}.{n}" for t, n in ENTRIES])
+def test_entry_contract(kind: str, name: str) -> None:
     """Every entry imports, has a docstring, takes its runtime arguments, and every spec argument
     has a JSON form (else a spec could not set it) and a snake_case name."""
-    reg = registry.KINDS[table]
+    reg = registry.KINDS[kind]
     target = reg.load(name)
     assert callable(target)
-    assert inspect.getdoc(target), f"{table}.{name} has no docstring"
+    assert inspect.getdoc(target), f"{kind}.{name} has no docstring"
     params = inspect.signature(target).parameters
-    if table != "tasks":  # a task takes the subset of the runtime sections it uses
+    if kind != "tasks":  # a task takes the subset of the runtime sections it uses
         for runtime in reg.runtime:
-            assert runtime in params, f"{table}.{name} does not take runtime argument '{runtime}'"
-    schema = component_schema(table, name)
+            assert runtime in params, f"{kind}.{name} does not take runtime argument '{runtime}'"
+    schema = component_schema(kind, name)
     assert name == name.lower() and " " not in name
     for key in schema["required"]:
-        assert key == "type" or schema["properties"][key] != {}, f"{table}.{name}.{key} has no JSON type"
+        assert key == "type" or schema["properties"][key] != {}, f"{kind}.{name}.{key} has no JSON type"
 
 
 ROOT = Path(registry.__file__).parent

@@ -57,7 +57,7 @@ def test_committed_schema_is_current() -> None:
     assert json.loads(SCHEMA_PATH.read_text()) == build_schema(), "stale: run `exp schema` and commit it"
 
 
-# -- **kwargs followed into the base class (toy components, registered in a throwaway table) -----
+# -- **kwargs followed into the base class (toy components, registered in a throwaway kind) -----
 
 
 class Base:
@@ -103,8 +103,8 @@ def open_function(a: int = 1, **kwargs: Any) -> dict:
 @pytest.fixture
 def toys(monkeypatch: pytest.MonkeyPatch) -> None:
     names = ["Base", "Child", "GrandChild", "NoBase", "OnNoBase", "NewOnly", "open_function"]
-    table = registry.Registry("toy", entries={n.lower(): f"{__name__}:{n}" for n in names})
-    monkeypatch.setitem(registry.KINDS, "toys", table)
+    kind = registry.Registry("toy", entries={n.lower(): f"{__name__}:{n}" for n in names})
+    monkeypatch.setitem(registry.KINDS, "toys", kind)
 
 
 def _arguments(schema: dict) -> dict:
