@@ -35,8 +35,14 @@ PLUGIN_GROUP = "expspec.components"
 
 
 def close_matches(word: str, options: Iterable[str], n: int = 1) -> list[str]:
-    """Options close to `word` (for "Did you mean ...?" messages), best first."""
+    """Options close to `word`, best first: the one rule behind every "Did you mean" of expspec."""
     return difflib.get_close_matches(word, list(options), n=n, cutoff=0.6)
+
+
+def did_you_mean(word: str, options: Iterable[str], otherwise: str = "") -> str:
+    """`" Did you mean 'x'?"` for the option closest to `word`, else `otherwise`."""
+    match = close_matches(word, options)
+    return f" Did you mean '{match[0]}'?" if match else otherwise
 
 
 class UnknownComponent(KeyError):
@@ -206,8 +212,7 @@ def _declare_kinds(origin: str, kinds: Mapping[str, Mapping[str, Any]]) -> None:
 def _add_entries(origin: str, entries: Mapping[str, Mapping[str, str]]) -> None:
     for kind, table in entries.items():
         if kind not in KINDS:
-            match = close_matches(kind, KINDS)
-            hint = f" Did you mean '{match[0]}'?" if match else f" Kinds: {', '.join(KINDS)}."
+            hint = did_you_mean(kind, KINDS, otherwise=f" Kinds: {', '.join(KINDS)}.")
             raise ValueError(f"{origin} declares entries of unknown kind '{kind}'.{hint}")
         for name, target in table.items():
             KINDS[kind].add(name, target, origin)

@@ -18,7 +18,7 @@ import registry
 from framework.errors import Mark, Path, Problem, SpecError, format_path
 from framework.loader import Loaded
 from framework.schema import LiveSchemas
-from framework.validate import _node_ref
+from framework.validate import node_ref
 
 
 @dataclass
@@ -46,7 +46,7 @@ class Builder:
         for key, value in node.items():
             if key == "type":
                 continue
-            nested = _node_ref(schema["properties"].get(key, {}))
+            nested = node_ref(schema["properties"].get(key, {}))
             if nested and value is not None:
                 sub_kind, shape = nested
                 if shape == "terms":  # name -> (weight, built term); see components.kinds.WeightedLosses

@@ -186,8 +186,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     kinds = [_kind(prefix)] if prefix else [k for k, r in registry.KINDS.items() if name in r]
     if not kinds:
         every = sorted({n for r in registry.KINDS.values() for n in r.names()})
-        match = registry.close_matches(name, every)
-        hint = f" Did you mean '{match[0]}'?" if match else " See `exp list`."
+        hint = registry.did_you_mean(name, every, otherwise=" See `exp list`.")
         print(f"error: no component named '{name}'.{hint}", file=sys.stderr)
         return EXIT_SPEC
     committed = CommittedSchemas()

@@ -28,7 +28,6 @@ validation errors can point at it.
 from __future__ import annotations
 
 import copy
-import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
@@ -37,6 +36,7 @@ from typing import Any
 import yaml
 
 from framework.errors import Mark, Path, Problem, SpecError, format_path
+from registry import did_you_mean
 
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _MAP_TAG = "tag:yaml.org,2002:map"
@@ -231,17 +231,18 @@ def load_file(path: str | FsPath, _stack: tuple[FsPath, ...] = ()) -> Loaded:
         if not base_path.is_file():
             raise SpecError([Problem(mark, ("extends",), f"base spec '{base_name}' not found (looked for {_display(base_path)})")])
         base = load_file(base_path, stack)
-        merged = base if merged is None else _merged(merged, base)
+        merged = base if merged is None else merge_loaded(merged, base)
     assert merged is not None
     for key in [k for k in loaded.key_marks if k == ("extends",) or k[:1] == ("extends",)]:
         loaded.key_marks.pop(key, None)
         loaded.value_marks.pop(key, None)
-    result = _merged(merged, loaded)
+    result = merge_loaded(merged, loaded)
     result.source = loaded.source
     return result
 
 
-def _merged(base: Loaded, child: Loaded) -> Loaded:
+def merge_loaded(base: Loaded, child: Loaded) -> Loaded:
+    """`child` merged onto `base` (the rules of `extends:` in the module docstring), marks included."""
     out = Loaded(data=None, key_marks=dict(base.key_marks), value_marks=dict(base.value_marks), source=child.source)
     out.data = _merge(out, child, copy.deepcopy(base.data), child.data, ())
     return out
@@ -309,7 +310,7 @@ def _lookup(data: Any, dotted: str) -> Any:
             node = node[int(part)]
         else:
             keys = list(node) if isinstance(node, dict) else []
-            raise KeyError(part, difflib.get_close_matches(part, keys, n=1))
+            raise KeyError(part, did_you_mean(part, keys))
     return node
 
 
@@ -334,8 +335,7 @@ def resolve_references(loaded: Loaded) -> None:
             try:
                 found = _lookup(loaded.data, ref)
             except KeyError as error:
-                part, close = error.args
-                hint = f" Did you mean '{close[0]}'?" if close else ""
+                part, hint = error.args
                 raise ValueError(f"reference '${{{ref}}}' not found: no key '{part}'.{hint}") from None
             return resolve(found, path, (*active, ref))
 

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from framework.errors import Problem, SpecError
-from framework.loader import Loaded, _merged
+from framework.loader import Loaded, merge_loaded
 from framework.spec import Sweep
 from framework.validate import Schemas, validate
 
@@ -85,7 +85,7 @@ def stage_specs(loaded: Loaded) -> list[tuple[str | None, Loaded]]:
             if key in body:
                 problems.append(Problem(loaded.key_mark((*path, key)), (*path, key),
                                         f"'{key}' belongs at the top level, not inside a stage"))
-        merged = _merged(copy.deepcopy(base), _sub_loaded(loaded, path, copy.deepcopy(body)))
+        merged = merge_loaded(copy.deepcopy(base), _sub_loaded(loaded, path, copy.deepcopy(body)))
         merged.data["name"] = f"{data.get('name', '')}/{name}"
         out.append((name, merged))
     if problems:

@@ -37,10 +37,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import registry
-from registry import UnknownComponent
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("spec.schema.json")
-_NO_JSON = object()  # marker: this annotation has no JSON Schema form
+NO_JSON = object()  # marker: this annotation has no JSON Schema form
 
 
 def _kind_of(meta: Any) -> str | None:
@@ -66,7 +65,7 @@ def terms_schema(kind: str, name_pattern: str) -> dict[str, Any]:
 
 
 def type_schema(annotation: Any) -> Any:
-    """JSON Schema for a Python annotation, or `_NO_JSON`."""
+    """JSON Schema for a Python annotation, or `NO_JSON`."""
     if annotation is inspect.Parameter.empty or annotation is Any:
         return {}
     origin = typing.get_origin(annotation)
@@ -95,26 +94,26 @@ def type_schema(annotation: Any) -> Any:
         return {"enum": list(args)}
     if origin in (typing.Union, types.UnionType):
         members = [type_schema(a) for a in args]
-        members = [m for i, m in enumerate(members) if m is not _NO_JSON and m not in members[:i]]
+        members = [m for i, m in enumerate(members) if m is not NO_JSON and m not in members[:i]]
         if not members:
-            return _NO_JSON
+            return NO_JSON
         if any(m == {} for m in members):
             return {}
         return members[0] if len(members) == 1 else {"anyOf": members}
     if origin in (list, Sequence, set, frozenset) or annotation in (list, tuple):
         item = type_schema(args[0]) if args else {}
-        return {"type": "array", "items": {} if item is _NO_JSON else item}
+        return {"type": "array", "items": {} if item is NO_JSON else item}
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             item = type_schema(args[0])
-            return {"type": "array", "items": {} if item is _NO_JSON else item}
+            return {"type": "array", "items": {} if item is NO_JSON else item}
         items = [type_schema(a) for a in args]
-        items = [{} if i is _NO_JSON else i for i in items]
+        items = [{} if i is NO_JSON else i for i in items]
         return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
     if origin in (dict, Mapping) or annotation is dict:
         value = type_schema(args[1]) if len(args) == 2 else {}
-        return {"type": "object", "additionalProperties": {} if value is _NO_JSON else value}
-    return _NO_JSON
+        return {"type": "object", "additionalProperties": {} if value is NO_JSON else value}
+    return NO_JSON
 
 
 def _json_default(value: Any) -> Any:
@@ -125,7 +124,7 @@ def _json_default(value: Any) -> Any:
     try:
         json.dumps(value)
     except (TypeError, ValueError):
-        return _NO_JSON
+        return NO_JSON
     return value
 
 
@@ -207,12 +206,12 @@ def component_schema(kind: str, name: str) -> dict[str, Any]:
         if param_name in reg.runtime:
             continue
         schema = type_schema(annotation)
-        schema = {} if schema is _NO_JSON else dict(schema)
+        schema = {} if schema is NO_JSON else dict(schema)
         if param.default is param.empty:
             required.append(param_name)
         else:
             default = _json_default(param.default)
-            if default is not _NO_JSON:
+            if default is not NO_JSON:
                 schema["default"] = default
         properties[param_name] = schema
     doc = inspect.getdoc(target) or ""

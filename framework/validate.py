@@ -23,7 +23,6 @@ one entry to that kind.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from dataclasses import dataclass
@@ -51,7 +50,7 @@ def describe(schema: Any) -> str:
     """Human text for what a JSON Schema accepts: 'a number', "one of 'a', 'b'", ..."""
     if not schema:
         return "any value"
-    terms = _node_ref(schema)
+    terms = node_ref(schema)
     if terms and terms[1] == "terms":
         return f"a mapping of term name -> {registry.KINDS[terms[0]].noun} node (each with an optional weight)"
     if "$ref" in schema:
@@ -123,7 +122,7 @@ def _hint(value: Any, schema: dict[str, Any]) -> str:
 
 
 def _close(word: str, options: list[str]) -> str | None:
-    found = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    found = registry.close_matches(word, options)
     return found[0] if found else None
 
 
@@ -265,7 +264,7 @@ class _Checker:
         return filled
 
     def argument(self, value: Any, schema: dict[str, Any], path: Path) -> Any:
-        nested = _node_ref(schema)
+        nested = node_ref(schema)
         if nested and value is not None:
             kind, shape = nested
             if shape == "terms":
@@ -426,7 +425,7 @@ def _field_schema(path: Path) -> dict[str, Any]:
     return schema["$defs"][section]["properties"].get(str(path[1]), {})
 
 
-def _node_ref(schema: dict[str, Any]) -> tuple[str, str] | None:
+def node_ref(schema: dict[str, Any]) -> tuple[str, str] | None:
     """(kind, shape) when the argument holds component node(s): shape "node" (one node), "list"
     (a list of nodes) or "terms" (a weighted mapping of named nodes, `framework.schema.terms_schema`)."""
     ref = schema.get("$ref", "")
@@ -441,7 +440,7 @@ def _node_ref(schema: dict[str, Any]) -> tuple[str, str] | None:
         refs = [str(m.get("$ref", "")) for m in extra.get("anyOf", [extra])]
         return next(r for r in refs if r.startswith("#/$defs/term.")).removeprefix("#/$defs/term."), "terms"
     for member in schema.get("anyOf", []):
-        found = _node_ref(member)
+        found = node_ref(member)
         if found:
             return found
     return None

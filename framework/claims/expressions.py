@@ -9,12 +9,12 @@ else parses: no attribute access, no keyword arguments, no comprehensions, no im
 from __future__ import annotations
 
 import ast
-import difflib
 import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from framework.claims.functions import FUNCTIONS
+from registry import did_you_mean
 
 if TYPE_CHECKING:
     from framework.claims.schema import Claim
@@ -58,8 +58,7 @@ def parse_check(text: str, aliases: set[str]) -> ast.Expression:
             if not isinstance(node.func, ast.Name) or node.func.id not in CALLABLE or node.keywords:
                 raise ValueError(f"unknown function call '{ast.unparse(node)}'. Functions: {', '.join(CALLABLE)}")
         elif isinstance(node, ast.Name) and node.id not in aliases and node.id not in CALLABLE:
-            match = difflib.get_close_matches(node.id, sorted(aliases), n=1)
-            hint = f" Did you mean '{match[0]}'?" if match else f" Runs: {', '.join(sorted(aliases))}."
+            hint = did_you_mean(node.id, sorted(aliases), otherwise=f" Runs: {', '.join(sorted(aliases))}.")
             raise ValueError(f"unknown run '{node.id}'.{hint}")
     return tree
 
@@ -167,8 +166,7 @@ class _Evaluator:
         if isinstance(result, list):
             raise ValueError(f"'{alias}' is a sweep: use column({alias}, '{key}')")
         if key not in result.metrics:
-            match = difflib.get_close_matches(key, sorted(result.metrics), n=1)
-            hint = f" Did you mean '{match[0]}'?" if match else ""
+            hint = did_you_mean(key, sorted(result.metrics))
             raise ValueError(f"run '{alias}' has no metric '{key}'.{hint}")
         value = result.metrics[key]
         self.numbers[f"{alias}[{key}]"] = value

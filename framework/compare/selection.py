@@ -3,10 +3,11 @@ unique prefix) -> runs, target by target, each target's runs by start time, each
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from registry import did_you_mean
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
@@ -25,12 +26,6 @@ class CompareError(Exception):
     def __init__(self, message: str, exit_code: int = EXIT_UNKNOWN) -> None:
         super().__init__(message)
         self.exit_code = exit_code
-
-
-def did_you_mean(name: str, choices: Sequence[str]) -> str:
-    """` Did you mean 'x'?` for the closest choice, else empty."""
-    match = difflib.get_close_matches(name, choices, n=1)
-    return f" Did you mean '{match[0]}'?" if match else ""
 
 
 @dataclass

@@ -13,7 +13,7 @@ import registry
 from components.kinds import Loss, WeightedLosses
 from framework.schema import (
     SCHEMA_PATH,
-    _NO_JSON,
+    NO_JSON,
     LiveSchemas,
     build_schema,
     component_schema,
@@ -42,10 +42,10 @@ from framework.schema import (
         (WeightedLosses, {"type": "object", "minProperties": 1, "propertyNames": {"pattern": "^[a-z][a-z0-9_]*$"},
                           "additionalProperties": {"anyOf": [{"$ref": "#/$defs/term.losses"}, {"type": "null"}]}}),
         (Any, {}),
-        (object, _NO_JSON),
+        (object, NO_JSON),
         (float | object, {"type": "number"}),
     ],
-    ids=lambda v: "no-json" if v is _NO_JSON else str(v)[:30],
+    ids=lambda v: "no-json" if v is NO_JSON else str(v)[:30],
 )
 def test_type_schema(annotation: Any, schema: Any) -> None:
     assert type_schema(annotation) == schema

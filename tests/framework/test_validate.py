@@ -9,7 +9,7 @@ import pytest
 from framework.errors import SpecError
 from framework.loader import load_spec
 from framework.schema import CommittedSchemas, LiveSchemas
-from framework.validate import _node_ref, validate
+from framework.validate import node_ref, validate
 
 GOOD = """\
 name: t
@@ -308,5 +308,5 @@ def test_node_shapes_read_from_schemas() -> None:
     from components.kinds import Loss, Metric, WeightedLosses
     from framework.schema import type_schema
 
-    shapes = [_node_ref(type_schema(a)) for a in (Loss, list[Metric], WeightedLosses, WeightedLosses | None, float)]
+    shapes = [node_ref(type_schema(a)) for a in (Loss, list[Metric], WeightedLosses, WeightedLosses | None, float)]
     assert shapes == [("losses", "node"), ("metrics", "list"), ("losses", "terms"), ("losses", "terms"), None]
