@@ -166,7 +166,8 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
     """The stages in order, each a child run of one parent run; a stage with `init: {stage: s}`
     starts from stage s's final weights. The parent's metrics are every stage's final metrics,
     keyed `stage:split/name` in the result (the keys claims.yaml checks read, e.g.
-    `laplace:test/nll`) and logged to the parent MLflow run as `stage/split/name`."""
+    `laplace:test/nll`) and logged to the parent MLflow run under the same key: one spelling in
+    claims, `exp compare` and the MLflow UI, and `stage/split/name` would read as a split path."""
     from framework.tracking import Tracker
 
     first = units[0].operative
@@ -189,7 +190,7 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
     result = RunResult(run_id=parent_id, metrics=metrics, operative=parent_op, spec_hash=total_hash,
                        checkpoint=list(results.values())[-1].checkpoint, stages=results)
     if tracker:
-        tracker.log_metrics({k.replace(":", "/"): v for k, v in metrics.items()})
+        tracker.log_metrics(metrics)
         tracker.finish()
         _store(result)
     return result

@@ -41,6 +41,9 @@ def test_stages_are_children_and_init_loads_weights(tracked: str, tmp_path: Path
     parent = client.get_run(result.run_id)
     assert parent.info.status == "FINISHED" and parent.data.tags["expspec.stages"] == "train,evaluate,fresh"
     assert result.metrics["evaluate:test/accuracy"] == evaluated
+    # the parent run in MLflow holds the same keys as the result (stage:split/name, one spelling)
+    assert parent.data.metrics["evaluate:test/accuracy"] == evaluated
+    assert not any(key.startswith("evaluate/") for key in parent.data.metrics)
 
 
 def test_init_from_spec_reuses_the_cached_run(tracked: str, tmp_path: Path) -> None:
