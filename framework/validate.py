@@ -18,7 +18,7 @@ entry names the check (`terms`: a weighted mapping is not a mapping; `term name`
 not lower_snake_case; `argument`: a component has no such argument), says when the failure is an
 old spelling, and writes the message in the new spelling (the list of terms as the equivalent
 mapping, `loss.terms.<name>.weight` for an index, where a weight now goes). A later rename adds
-one entry to that kind.
+one entry to `OLD_SPELLINGS`.
 """
 
 from __future__ import annotations
