@@ -2,12 +2,12 @@
 
 Each configuration runs the same sweep (tiny cvm_fairness spec, `--trials` values of lambda,
 `--steps` optimizer steps each) into its own fresh MLflow store and cache, so nothing is skipped.
-Trials are separate processes; with N jobs each trial gets cores // N torch threads. Printed:
+Trials are separate processes, each with the spec's torch threads (1) capped at cores // N. Printed:
 wall time per configuration, trials per minute, and the throughput ratio (N jobs / 1 job).
 Ratios are the result; absolute times depend on the machine and its load. An untimed one-trial
 sweep runs first so that cold imports and file caches are not billed to the first configuration.
-With 1 job a trial gets all cores as torch threads; small models gain little from them, so on
-such trials the ratio can exceed the number of jobs.
+(Before trials kept the spec's thread count, 1 job gave a trial all cores as threads, which small
+models barely use; the README's 1.84x was measured then.)
 
     python benchmarks/sweep_throughput.py [--trials 4] [--steps 300] [--jobs 2]
 """

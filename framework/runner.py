@@ -81,7 +81,8 @@ def unit_hashes(units: list[Unit], spec_path: str | Path) -> list[str]:
         if init.get("stage"):
             upstream = hashes[init["stage"]]
         elif init.get("spec"):
-            upstream = plan_hash(prepare(_relative(unit, init["spec"])), _relative(unit, init["spec"]))
+            other = _relative(unit, init["spec"])
+            upstream = plan_hash(prepare(other, init["overrides"]), other)
         elif init.get("checkpoint"):
             upstream = f"file:{Path(init['checkpoint']).resolve()}"
         hashes[unit.stage] = spec_hash(unit.operative, upstream)
@@ -202,7 +203,7 @@ def _resolve_init(unit: Unit, init_checkpoint: str | None) -> str | None:
         return init_checkpoint
     if init.get("spec"):
         other = _relative(unit, init["spec"])
-        result = obtain(other)
+        result = obtain(other, init["overrides"])
         if not result.checkpoint:
             raise RuntimeError(f"{other} finished without a checkpoint to initialize from")
         return result.checkpoint

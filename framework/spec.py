@@ -72,14 +72,18 @@ class Init(Section):
     model before the first phase. Exactly one source:
 
     - `stage`: an earlier stage of this spec (its final checkpoint);
-    - `spec`: another spec file (relative to this one): a finished run of it with the same
-      operative-spec hash is reused from the local cache or the tracking store, else it is run first;
+    - `spec`: another spec file (relative to this one), with `overrides` applied to it: a finished
+      run of it with the same operative-spec hash is reused from the local cache or the tracking
+      store, else it is run first. `overrides: ['seed=${seed}']` makes the upstream's seed follow
+      this spec's, so a seeds sweep varies the pretrained model too (one cached upstream per seed);
     - `checkpoint`: a Lightning checkpoint file.
     """
 
     stage: str | None = None
     spec: str | None = None
     checkpoint: str | None = None
+    # key.path=value overrides of the `spec` upstream (references resolved against this spec).
+    overrides: list[str] = []
     # Fail on missing or unexpected weights; false loads what matches (e.g. a new head).
     strict: bool = True
 
@@ -88,6 +92,8 @@ class Init(Section):
         given = [k for k in ("stage", "spec", "checkpoint") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one of stage, spec, checkpoint (got {', '.join(given) or 'none'})")
+        if self.overrides and self.spec is None:
+            raise ValueError("overrides apply to an upstream spec: give them with `spec`")
         return self
 
 

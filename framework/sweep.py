@@ -1,8 +1,10 @@
 """`exp sweep`: run a spec's trials in separate processes under one MLflow parent run.
 
 - Every trial is validated before the first one starts.
-- `--jobs N` runs N trials at a time; the cores are split between them (`hardware.threads` =
-  cores // N per trial), since on small machines oversubscribed threads are far slower.
+- `--jobs N` runs N trials at a time; a trial runs with the spec's `hardware.threads` (default 1),
+  capped at cores // N, since on small machines oversubscribed threads are far slower. Trials do
+  not take more threads than the spec says when fewer jobs run: a trial's numbers then do not
+  depend on `--jobs` (float reductions differ with the thread count).
 - A trial whose operative-spec hash already has a FINISHED run in the experiment is skipped
   (resume), and the sweep says so; the parent run of an earlier invocation of the same sweep is
   reused, so all trials stay under one parent.
@@ -89,7 +91,7 @@ def run_sweep(
     docstring). The parent ends FINISHED when every trial finished or was skipped, else FAILED."""
     overrides = list(overrides or [])
     trials, hashes, base = plan_trials(spec_path, overrides)
-    threads = max(1, (cores or os.cpu_count() or 1) // max(1, jobs))
+    threads = min(base["hardware"]["threads"], max(1, (cores or os.cpu_count() or 1) // max(1, jobs)))
     tracker, done = _open_parent(spec_path, overrides, base, hashes)
     parent = tracker.run_id
     outcomes, todo = _skip_finished(trials, hashes, done, echo)

@@ -36,16 +36,17 @@ Modules: `schema` (the file and its checks), `expressions` (the check language),
 checking, logging).
 """
 
-from framework.claims.expressions import ACCESSORS, Outcome, evaluate, parse_check, used_aliases
+from framework.claims.expressions import ACCESSORS, Numbers, Outcome, control_results, evaluate, parse_check, used_aliases
 from framework.claims.functions import FUNCTIONS
-from framework.claims.report import BEGIN, END, NOT_RUN, rewrite_readme, table
-from framework.claims.reproduction import TrialResult, obtain_all, reproduce
+from framework.claims.report import BEGIN, END, NOT_RUN, headline, readme_table, rewrite_readme, table, table_differences
+from framework.claims.reproduction import TrialResult, obtain_all, report, reproduce
 from framework.claims.schema import (
-    CLAIMS_FILE, DEFAULT_TIER, FULL_TIER, Claim, ClaimsFile, RunRef, in_tier, load_claims,
+    CLAIMS_FILE, DEFAULT_TIER, FULL_TIER, MIN_SEEDS, Claim, ClaimsFile, Control, RunRef, in_tier, load_claims,
 )
 
 __all__ = [
-    "ACCESSORS", "BEGIN", "CLAIMS_FILE", "DEFAULT_TIER", "END", "FULL_TIER", "FUNCTIONS", "NOT_RUN",
-    "Claim", "ClaimsFile", "Outcome", "RunRef", "TrialResult", "evaluate", "in_tier", "load_claims",
-    "obtain_all", "parse_check", "reproduce", "rewrite_readme", "table", "used_aliases",
+    "ACCESSORS", "BEGIN", "CLAIMS_FILE", "DEFAULT_TIER", "END", "FULL_TIER", "FUNCTIONS", "MIN_SEEDS", "NOT_RUN",
+    "Claim", "ClaimsFile", "Control", "Numbers", "Outcome", "RunRef", "TrialResult", "control_results", "evaluate",
+    "headline", "in_tier", "load_claims", "obtain_all", "parse_check", "readme_table", "report", "reproduce",
+    "rewrite_readme", "table", "table_differences", "used_aliases",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 ACCESSORS: dict[str, str] = {
     "column": "column(sweep, 'metric'): the metric of every trial, in trial order",
     "param": "param(sweep, 'key'): the swept value of every trial, in trial order",
+    "seed_mean": "seed_mean(sweep, 'metric'): per configuration (trials equal but for `seed`), the mean over its seeds",
+    "seed_sd": "seed_sd(sweep, 'metric'): per configuration, the sample standard deviation over its seeds",
+    "seed_param": "seed_param(sweep, 'key'): per configuration, the swept value of `key`",
 }
 CALLABLE = (*FUNCTIONS, *ACCESSORS)
 
@@ -71,31 +75,78 @@ def used_aliases(tree: ast.Expression, aliases: set[str]) -> set[str]:
 @dataclass
 class Outcome:
     """A claim's result. `numbers` are the values the check read (for the table); `ran` is False
-    for a claim that was not evaluated (a full-tier claim without `--full`): neither passed nor failed."""
+    for a claim that was not evaluated (a full-tier claim without `--full`): neither passed nor
+    failed. `control_passed` is the check's value on the claim's negative control (None: not
+    evaluated); a claim whose control passes too cannot fail, and counts as failed."""
 
     claim: Claim
     passed: bool
     numbers: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     ran: bool = True
+    control_passed: bool | None = None
+    control_error: str = ""
 
     @property
     def failed(self) -> bool:
-        return self.ran and not self.passed
+        """A headline or supporting claim that ran and did not hold, or whose control holds too.
+        A deviation never fails a reproduction: it records what did not reproduce."""
+        if not self.ran or self.claim.kind == "deviation":
+            return False
+        return not self.passed or bool(self.control_passed)
+
+    @property
+    def status(self) -> str:
+        if not self.ran:
+            return "full tier, not run"
+        if self.claim.kind == "deviation":
+            return "reproduced after all: promote it" if self.passed else "NOT REPRODUCED"
+        if self.passed and self.control_passed:
+            return "FAIL: its control passes too"
+        return "pass" if self.passed else "FAIL"
 
 
-def evaluate(claim: Claim, results: dict[str, Any]) -> Outcome:
-    """Evaluate one claim against obtained results: alias -> a run result (with `.metrics`), or a
-    list of trial results (with `.metrics` and `.values`) for a sweep. A check that raises (a
-    missing metric, a sweep used as a run, a division by zero) is a failed claim with the error;
-    a check that does not parse, or names a run missing from `results`, raises ValueError."""
+@dataclass
+class Numbers:
+    """Made-up results of a control (`control.numbers`): what a run or a trial offers a check."""
+
+    metrics: dict[str, Any]
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+def control_results(claim: Claim, results: dict[str, Any]) -> dict[str, Any]:
+    """The results with the control applied: aliases swapped (`replace`) or made-up (`numbers`;
+    a list for a sweep, each item a metric mapping with an optional `values` mapping)."""
+    swapped = dict(results)
+    for alias, other in claim.control.replace.items():
+        swapped[alias] = results[other]
+    for alias, given in claim.control.numbers.items():
+        def one(item: dict[str, Any]) -> Numbers:
+            metrics = {k: v for k, v in item.items() if k != "values"}
+            return Numbers(metrics, dict(item.get("values") or {}))
+
+        swapped[alias] = [one(item) for item in given] if isinstance(given, list) else one(given)
+    return swapped
+
+
+def _check(claim: Claim, results: dict[str, Any]) -> tuple[bool, dict[str, Any], str]:
     tree = parse_check(claim.check, set(results))
     evaluator = _Evaluator(results)
     try:
-        passed = bool(evaluator.value(tree))
-    except (ValueError, KeyError, TypeError, ZeroDivisionError) as error:
-        return Outcome(claim, False, evaluator.numbers, f"{type(error).__name__}: {error}")
-    return Outcome(claim, passed, evaluator.numbers)
+        return bool(evaluator.value(tree)), evaluator.numbers, ""
+    except (ValueError, KeyError, TypeError, ZeroDivisionError, IndexError) as error:
+        return False, evaluator.numbers, f"{type(error).__name__}: {error}"
+
+
+def evaluate(claim: Claim, results: dict[str, Any]) -> Outcome:
+    """Evaluate one claim, and its negative control, against obtained results: alias -> a run
+    result (with `.metrics`), or a list of trial results (with `.metrics` and `.values`) for a
+    sweep. A check that raises (a missing metric, a sweep used as a run, a division by zero) is
+    false, with the error; a check that does not parse, or names a run missing from `results`,
+    raises ValueError."""
+    passed, numbers, error = _check(claim, results)
+    control_passed, _, control_error = _check(claim, control_results(claim, results))
+    return Outcome(claim, passed, numbers, error, control_passed=control_passed, control_error=control_error)
 
 
 class _Evaluator:
@@ -155,6 +206,8 @@ class _Evaluator:
             return values
         if name == "param":
             return self.param(*args)
+        if name.startswith("seed_"):
+            return self._per_configuration(name, node, *args)
         value = FUNCTIONS[name][0](*args)
         if isinstance(value, float):
             self.numbers[ast.unparse(node)] = value
@@ -177,6 +230,24 @@ class _Evaluator:
         if not isinstance(trials, list):
             raise ValueError("column() needs a sweep run")
         return [t.metrics[key] for t in trials]
+
+    def _per_configuration(self, name: str, node: ast.Call, trials: Any, key: str) -> list[Any]:
+        """seed_mean / seed_sd / seed_param: trials grouped by their values other than `seed`,
+        in trial order. seed_mean records "mean ± sd (n seeds)" per configuration for the table."""
+        if not isinstance(trials, list):
+            raise ValueError(f"{name}() needs a sweep run")
+        groups: dict[str, list[Any]] = {}
+        for trial in trials:
+            config = {k: v for k, v in trial.values.items() if k != "seed"}
+            groups.setdefault(repr(sorted(config.items())), []).append(trial)
+        if name == "seed_param":
+            return [group[0].values[key] for group in groups.values()]
+        columns = [[t.metrics[key] for t in group] for group in groups.values()]
+        means = [statistics.fmean(c) for c in columns]
+        sds = [statistics.stdev(c) if len(c) > 1 else 0.0 for c in columns]
+        label = f"{ast.unparse(node.args[0])}[{key}] over seeds"
+        self.numbers[label] = [f"{m:.4g} ± {s:.2g} (n={len(c)})" for m, s, c in zip(means, sds, columns)]
+        return means if name == "seed_mean" else sds
 
     @staticmethod
     def param(trials: Any, key: str) -> list[Any]:

@@ -3,6 +3,7 @@ README.md between `<!-- claims:begin -->` and `<!-- claims:end -->`."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +20,46 @@ def _fmt(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def _result(outcome: Outcome) -> str:
-    if not outcome.ran:
-        return NOT_RUN
-    return "pass" if outcome.passed else "FAIL"
+def _kind(outcome: Outcome) -> str:
+    over = {"mean": ", mean over seeds", "every_seed": ", every seed"}.get(outcome.claim.over or "", "")
+    kind = "deviation of the headline" if outcome.claim.headline else outcome.claim.kind
+    return kind + over
+
+
+def _control(outcome: Outcome) -> str:
+    if outcome.control_passed is None:
+        return outcome.claim.control.text
+    verdict = "check true: the claim cannot fail" if outcome.control_passed else "check false"
+    error = f" ({outcome.control_error})" if outcome.control_error else ""
+    return f"{outcome.claim.control.text}: {verdict}{error}"
 
 
 def table(outcomes: list[Outcome]) -> str:
-    """Markdown table: claim (its tier when not the default), the numbers the check read (and its
-    error, if any), and the result: `pass`, `FAIL`, or `full tier, not run`."""
-    lines = ["| claim | numbers | result |", "|---|---|---|"]
+    """Markdown table: claim (its tier when not the default), its kind (and how it holds over
+    seeds), the numbers the check read (and its error, if any), the negative control with the
+    check's value on it, and the result (`Outcome.status`)."""
+    lines = ["| claim | kind | numbers | negative control | result |", "|---|---|---|---|---|"]
     for o in outcomes:
         numbers = ", ".join(f"{k} = {_fmt(v)}" for k, v in o.numbers.items())
         if o.error:
             numbers = f"{numbers}; {o.error}" if numbers else o.error
         tier = "" if o.claim.tier == DEFAULT_TIER else f" ({o.claim.tier} tier)"
-        lines.append(f"| **{o.claim.name}**{tier}: {o.claim.text} | {numbers} | {_result(o)} |")
+        lines.append(f"| **{o.claim.name}**{tier}: {o.claim.text} | {_kind(o)} | {numbers} | {_control(o)} "
+                     f"| {o.status} |")
     return "\n".join(lines)
+
+
+def headline(outcomes: list[Outcome]) -> str:
+    """The first line of a report: whether every headline claim held (and its control failed)."""
+    heads = [o for o in outcomes if o.claim.is_headline and o.ran]
+    if not heads:
+        return "headline reproduced: not run (full tier; `--full` runs it)"
+    missed = [o.claim.name for o in heads if o.failed or (o.claim.kind == "deviation" and not o.passed)]
+    if not missed:
+        return "headline reproduced: yes"
+    deviations = [o.claim.name for o in heads if o.claim.kind == "deviation" and not o.passed]
+    recorded = f"; recorded as deviation: {', '.join(deviations)}" if deviations else ""
+    return f"headline reproduced: NO ({', '.join(missed)}{recorded})"
 
 
 def heading(folder: str | Path, full: bool) -> str:
@@ -46,10 +70,14 @@ def heading(folder: str | Path, full: bool) -> str:
 
 
 def summary(outcomes: list[Outcome]) -> str:
-    """`N of M claim(s) hold`, counting the claims that ran, and how many were not run."""
-    ran = [o for o in outcomes if o.ran]
-    text = f"{sum(o.passed for o in ran)} of {len(ran)} claim(s) hold"
-    skipped = len(outcomes) - len(ran)
+    """`N of M claim(s) hold`, counting the headline and supporting claims that ran (a claim whose
+    control passes too does not hold), then the deviations and the claims not run."""
+    ran = [o for o in outcomes if o.ran and o.claim.kind != "deviation"]
+    text = f"{sum(not o.failed for o in ran)} of {len(ran)} claim(s) hold"
+    deviations = [o for o in outcomes if o.ran and o.claim.kind == "deviation"]
+    if deviations:
+        text += f"; {sum(not o.passed for o in deviations)} deviation(s) recorded as not reproduced"
+    skipped = len(outcomes) - sum(o.ran for o in outcomes)
     return text + (f"; {skipped} full-tier claim(s) not run (`--full` runs them)" if skipped else "")
 
 
@@ -63,3 +91,38 @@ def rewrite_readme(readme: Path, text: str) -> None:
     else:
         content = content.rstrip("\n") + f"\n\n## Claims\n\n{block}\n"
     readme.write_text(content)
+
+
+def readme_table(readme: Path) -> str | None:
+    """The generated block of a paper's README (between the claims markers), or None."""
+    content = readme.read_text() if readme.is_file() else ""
+    if BEGIN not in content or END not in content:
+        return None
+    return content.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _unit(token: str) -> float:
+    """One unit of the last printed digit of a number as `_fmt` writes it (4 significant digits)."""
+    mantissa, _, exponent = token.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+
+
+def table_differences(written: str, fresh: str) -> list[str]:
+    """Where a README's generated block and a fresh report differ: any text, or a number by more
+    than two units of its last printed digit (a rerun on another CPU may round the 4th digit the
+    other way; a changed result moves it further). Empty when they agree."""
+    differences = []
+    for i, (a, b) in enumerate(zip(written.splitlines(), fresh.splitlines())):
+        if _NUMBER.sub("#", a) != _NUMBER.sub("#", b):
+            differences.append(f"line {i + 1}: README {a!r} vs now {b!r}")
+            continue
+        for x, y in zip(_NUMBER.findall(a), _NUMBER.findall(b)):
+            if abs(float(x) - float(y)) > 2 * max(_unit(x), _unit(y)):
+                differences.append(f"line {i + 1}: README {x} vs now {y}")
+    if len(written.splitlines()) != len(fresh.splitlines()):
+        differences.append(f"README has {len(written.splitlines())} lines, now {len(fresh.splitlines())}")
+    return differences

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from framework.claims.expressions import Outcome, evaluate
-from framework.claims.report import heading, rewrite_readme, summary, table
+from framework.claims.report import heading, headline, rewrite_readme, summary, table
 from framework.claims.schema import CLAIMS_FILE, ClaimsFile, RunRef, in_tier, load_claims
 from framework.runner import RunResult
 
@@ -29,14 +29,16 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
               echo: Any = print, full: bool = False) -> list[Outcome]:
     """Obtain the runs of the tiers asked for (default only, or all with `full`), check the claims,
     print the table and a summary, log them to MLflow, optionally rewrite the README's table.
-    Returns an outcome per claim, in file order; a claim outside the tiers has `ran` False."""
+    Returns an outcome per claim, in file order; a claim outside the tiers has `ran` False. The
+    report's text (what --write-readme writes) is `report(folder, outcomes, full)`."""
     folder = Path(folder)
     claims, _ = load_claims(folder)
     runs = {alias: ref for alias, ref in claims.runs.items() if in_tier(ref.tier, full)}
     results = obtain_all(runs, folder, fresh, jobs, echo)
     outcomes = [evaluate(c, results) if in_tier(c.tier, full) else Outcome(c, False, ran=False)
                 for c in claims.claims]
-    text = f"{heading(folder, full)}\n\n{table(outcomes)}"
+    text = report(folder, outcomes, full)
+    echo(headline(outcomes))
     echo(text)
     echo(summary(outcomes))
     log_outcomes(claims, folder, outcomes, text, full)
@@ -44,6 +46,11 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
         rewrite_readme(folder / "README.md", text)
         echo(f"rewrote the claims table in {folder / 'README.md'}")
     return outcomes
+
+
+def report(folder: str | Path, outcomes: list[Outcome], full: bool = False) -> str:
+    """The report `exp reproduce` prints and `--write-readme` writes: command, headline, table."""
+    return f"{heading(folder, full)}\n\n**{headline(outcomes)}**\n\n{table(outcomes)}"
 
 
 def obtain_all(runs: dict[str, RunRef], folder: Path, fresh: bool, jobs: int, echo: Any = print) -> dict[str, Any]:
@@ -92,7 +99,7 @@ def log_outcomes(claims: ClaimsFile, folder: Path, outcomes: list[Outcome], text
     tags = {"expspec.reproduce": "true", "expspec.tier": "full" if full else "default"}
     tracker = Tracker(op, str(folder / CLAIMS_FILE), "", [], extra_tags=tags)
     run_id = tracker.start(log_params=False)
-    tracker.log_metrics({f"claim/{o.claim.name}": float(o.passed) for o in outcomes if o.ran})
+    tracker.log_metrics({f"claim/{o.claim.name}": float(not o.failed and o.passed) for o in outcomes if o.ran})
     tracker.client.log_text(run_id, text + "\n", "claims.md")
     failed = [o.claim.name for o in outcomes if o.failed]
     if failed:

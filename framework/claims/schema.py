@@ -1,5 +1,25 @@
 """The claims file, `specs/<paper>/claims.yaml`: its types and `load_claims`, which checks it.
 
+Kinds: every claim says what it is. `headline`: the paper's main result, at tiny scale;
+`supporting`: another result of the paper we reproduce; `deviation`: a result of the paper we
+checked and did not reproduce. The check of a deviation states the paper's result; it is expected
+to be false, reported as NOT REPRODUCED with its numbers, and never counted as a pass (nor does
+it fail `exp reproduce`). When the paper's main result is what did not reproduce, its deviation
+says `headline: true`. A file has at least one headline: a `headline` claim or such a deviation.
+
+Seeds: a headline claim states `over: mean` (the check is on the mean over seeds; the table shows
+each seed's value) or `over: every_seed` (it holds for each seed), and every run it reads is a
+sweep over at least three `seeds`. Where such a run starts from another spec's weights
+(`init: {spec}`), the upstream's seed must follow the trial's (`init.overrides: ['seed=${seed}']`),
+so that the claim holds over seeds of everything random that feeds it.
+
+Controls: every claim names a negative control, results on which the same check must be false:
+`control: {text, replace: {alias: other_alias}}` evaluates the check with those runs swapped
+(an unregularized baseline for the method, a random mask for the learned one), or
+`control: {text, numbers: {alias: {metric: value}}}` (a sweep alias: a list of such mappings, with
+`values` for `param()`) gives made-up results (a curve without the predicted shape). A claim
+whose control also passes cannot fail: `exp reproduce` reports it and fails.
+
 Tiers: a run alias and a claim carry `tier: default` (when omitted) or `tier: full`.
 `exp reproduce` obtains the default-tier runs and checks the default-tier claims;
 `exp reproduce --full` does all of them. A default-tier claim may read only default-tier runs,
@@ -9,7 +29,7 @@ so that the default tier is complete on its own.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -34,11 +54,27 @@ class RunRef(_Closed):
     tier: Tier = DEFAULT_TIER
 
 
+class Control(_Closed):
+    """A negative control: results on which the claim's check must be false (module docstring)."""
+
+    text: str = Field(min_length=1)
+    replace: dict[str, str] = {}
+    numbers: dict[str, dict[str, Any] | list[dict[str, Any]]] = {}
+
+
 class Claim(_Closed):
     name: str = Field(pattern=r"^[a-z0-9_]+$")
+    kind: Literal["headline", "supporting", "deviation"]
     text: str
     check: str
+    control: Control
+    over: Literal["mean", "every_seed"] | None = None
+    headline: bool = False  # a deviation that is the paper's headline (module docstring)
     tier: Tier = DEFAULT_TIER
+
+    @property
+    def is_headline(self) -> bool:
+        return self.kind == "headline" or self.headline
 
 
 class ClaimsFile(_Closed):
@@ -63,6 +99,9 @@ def load_claims(folder: str | Path) -> tuple[ClaimsFile, Loaded]:
     loaded = load_file(path)
     claims = _structure(loaded)
     problems = _paper_and_runs(claims, loaded, path.parent) + _checks(claims, loaded)
+    problems += _kinds_and_controls(claims, loaded)
+    if not problems:
+        problems += _headline_seeds(claims, loaded, path.parent)
     if problems:
         raise SpecError(problems)
     return claims, loaded
@@ -109,6 +148,83 @@ def _checks(claims: ClaimsFile, loaded: Loaded) -> list[Problem]:
                         f"`tier: {claims.runs[alias].tier}` (line {_line(loaded, ('runs', alias))}); "
                         f"mark the claim `tier: {claims.runs[alias].tier}`, or the run `tier: default`")))
     return problems
+
+
+MIN_SEEDS = 3
+
+
+def _kinds_and_controls(claims: ClaimsFile, loaded: Loaded) -> list[Problem]:
+    """At least one headline; `over` on every headline; each control names runs the check reads."""
+    problems = []
+    if not any(c.is_headline for c in claims.claims):
+        problems.append(Problem(loaded.key_mark(("claims",)), ("claims",),
+                                "no claim is `kind: headline`; mark the paper's main result at tiny scale "
+                                "(or, when it did not reproduce, its deviation `headline: true`)"))
+    aliases = set(claims.runs)
+    for i, claim in enumerate(claims.claims):
+        if claim.headline and claim.kind != "deviation":
+            problems.append(Problem(loaded.key_mark(("claims", i, "headline")), ("claims", i, "headline"),
+                                    "`headline: true` marks a deviation; a reproduced main result is `kind: headline`"))
+        if claim.is_headline and claim.over is None:
+            problems.append(Problem(loaded.key_mark(("claims", i)), ("claims", i),
+                                    f"headline claim '{claim.name}' needs `over: mean` or `over: every_seed` "
+                                    f"(how it holds over >= {MIN_SEEDS} seeds)"))
+        problems += _control_problems(claim, i, aliases, loaded)
+    return problems
+
+
+def _control_problems(claim: Claim, index: int, aliases: set[str], loaded: Loaded) -> list[Problem]:
+    path = ("claims", index, "control")
+    control = claim.control
+    if bool(control.replace) == bool(control.numbers):
+        return [Problem(loaded.key_mark(path), path, "a control gives either `replace` or `numbers`")]
+    read = used_aliases(parse_check(claim.check, aliases), aliases)
+    problems = []
+    for alias, other in control.replace.items():
+        for name, where in ((alias, "replaces"), (other, "uses")):
+            if name not in aliases:
+                problems.append(Problem(loaded.value_mark((*path, "replace")), (*path, "replace"),
+                                        f"the control {where} '{name}', which is not a run. Runs: {', '.join(sorted(aliases))}"))
+        if alias in aliases and alias not in read:
+            problems.append(Problem(loaded.value_mark((*path, "replace")), (*path, "replace"),
+                                    f"the control replaces '{alias}', which the check does not read"))
+    for alias in control.numbers:
+        if alias not in read:
+            problems.append(Problem(loaded.value_mark((*path, "numbers")), (*path, "numbers"),
+                                    f"the control gives numbers for '{alias}', which the check does not read"))
+    return problems
+
+
+def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Problem]:
+    """Every run a headline claim reads is a sweep over >= MIN_SEEDS seeds whose upstream spec, if
+    any, follows the trial's seed."""
+    from framework.loader import load_spec
+
+    problems = []
+    aliases = set(claims.runs)
+    for i, claim in enumerate(claims.claims):
+        if not claim.is_headline:
+            continue
+        for alias in sorted(used_aliases(parse_check(claim.check, aliases), aliases)):
+            ref = claims.runs[alias]
+            data = load_spec(folder / ref.spec, ref.overrides).data
+            seeds = ((data.get("sweep") or {}).get("seeds")) or []
+            message = None
+            if len(seeds) < MIN_SEEDS:
+                message = (f"headline claim '{claim.name}' reads '{alias}' ({ref.spec}), which is not a sweep over "
+                           f">= {MIN_SEEDS} seeds (sweep.seeds: {seeds or 'none'})")
+            elif _upstream_pins_seed(data):
+                message = (f"headline claim '{claim.name}' reads '{alias}' ({ref.spec}), whose upstream spec keeps "
+                           f"one seed; let it follow the trial's: init: {{spec: ..., overrides: ['seed=${{seed}}']}}")
+            if message:
+                problems.append(Problem(loaded.value_mark(("claims", i, "check")), ("claims", i, "check"), message))
+    return problems
+
+
+def _upstream_pins_seed(data: dict[str, Any]) -> bool:
+    inits = [data.get("init") or {}, *((s or {}).get("init") or {} for s in (data.get("stages") or {}).values())]
+    return any(init.get("spec") and not any(str(o).replace(" ", "").startswith("seed=${seed}")
+                                            for o in init.get("overrides") or []) for init in inits)
 
 
 def _line(loaded: Loaded, path: tuple) -> str:

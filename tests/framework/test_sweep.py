@@ -29,7 +29,7 @@ def test_trials_are_children_and_rerun_skips_finished(tracked: str, tmp_path: Pa
     assert {c.data.tags["mlflow.parentRunId"] for c in children} == {result.parent_run_id}
     assert [c.data.tags["mlflow.runName"] for c in children] == ["sweep-test[weight=0.0]", "sweep-test[weight=5.0]"]
     assert [c.data.params["loss.terms.cvm.weight"] for c in children] == ["0.0", "5.0"]
-    assert [c.data.params["hardware.threads"] for c in children] == ["1", "1"]  # 2 cores / 2 jobs
+    assert [c.data.params["hardware.threads"] for c in children] == ["1", "1"]  # the spec says 1 (and 2 cores / 2 jobs allow 1)
     assert client.get_run(result.parent_run_id).info.status == "FINISHED"
 
     again = run_sweep(spec, SHORT, jobs=2, echo=lines.append)
