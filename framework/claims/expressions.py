@@ -89,20 +89,27 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        """A headline or supporting claim that ran and did not hold, or whose control holds too.
-        A deviation never fails a reproduction: it records what did not reproduce."""
+        """A headline or supporting claim that ran and did not hold, or whose control does not
+        make its check false (the check holds on it too, or raises on it: a control that cannot
+        be evaluated shows nothing). A deviation never fails a reproduction: it records what did
+        not reproduce."""
         if not self.ran or self.claim.kind == "deviation":
             return False
-        return not self.passed or bool(self.control_passed)
+        return not self.passed or bool(self.control_passed) or bool(self.control_error)
 
     @property
     def status(self) -> str:
+        """The table's result: `pass`, `FAIL`, `FAIL: its control passes too`, `FAIL: its control
+        raises`; for a deviation `NOT REPRODUCED` (or `reproduced after all: promote it`); and
+        `full tier, not run`."""
         if not self.ran:
             return "full tier, not run"
         if self.claim.kind == "deviation":
             return "reproduced after all: promote it" if self.passed else "NOT REPRODUCED"
         if self.passed and self.control_passed:
             return "FAIL: its control passes too"
+        if self.passed and self.control_error:
+            return "FAIL: its control raises"
         return "pass" if self.passed else "FAIL"
 
 

@@ -3,6 +3,7 @@ README.md between `<!-- claims:begin -->` and `<!-- claims:end -->`."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,10 @@ def _kind(outcome: Outcome) -> str:
 def _control(outcome: Outcome) -> str:
     if outcome.control_passed is None:
         return outcome.claim.control.text
+    if outcome.control_error:
+        return f"{outcome.claim.control.text}: check raises ({outcome.control_error})"
     verdict = "check true: the claim cannot fail" if outcome.control_passed else "check false"
-    error = f" ({outcome.control_error})" if outcome.control_error else ""
-    return f"{outcome.claim.control.text}: {verdict}{error}"
+    return f"{outcome.claim.control.text}: {verdict}"
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -101,28 +103,33 @@ def readme_table(readme: Path) -> str | None:
     return content.split(BEGIN, 1)[1].split(END, 1)[0].strip()
 
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# A number as the table prints it; after "± " it is a standard deviation (2 significant digits).
+_NUMBER = re.compile(r"(± )?(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
+SIGNIFICANT, SD_SIGNIFICANT = 4, 2  # digits `_fmt` and seed_mean's "mean ± sd" print
 
 
-def _unit(token: str) -> float:
-    """One unit of the last printed digit of a number as `_fmt` writes it (4 significant digits)."""
-    mantissa, _, exponent = token.lower().partition("e")
-    decimals = len(mantissa.partition(".")[2])
-    return 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+def _unit(x: float, y: float, significant: int) -> float:
+    """One unit of the last significant digit printed, at the larger magnitude of the two. By
+    significant digits, not by the digits a string shows: `.4g` drops trailing zeros, so "0.75"
+    stands for 0.7500 and must not pass for 0.7612."""
+    magnitude = max(abs(x), abs(y))
+    return 10.0 ** (math.floor(math.log10(magnitude)) - significant + 1) if magnitude else 0.0
 
 
 def table_differences(written: str, fresh: str) -> list[str]:
     """Where a README's generated block and a fresh report differ: any text, or a number by more
-    than two units of its last printed digit (a rerun on another CPU may round the 4th digit the
-    other way; a changed result moves it further). Empty when they agree."""
+    than two units of its last significant digit (4 printed, 2 for a "± sd"): a rerun on another
+    CPU may round the last digit the other way; a changed result moves it further. Empty when
+    they agree."""
     differences = []
     for i, (a, b) in enumerate(zip(written.splitlines(), fresh.splitlines())):
         if _NUMBER.sub("#", a) != _NUMBER.sub("#", b):
             differences.append(f"line {i + 1}: README {a!r} vs now {b!r}")
             continue
-        for x, y in zip(_NUMBER.findall(a), _NUMBER.findall(b)):
-            if abs(float(x) - float(y)) > 2 * max(_unit(x), _unit(y)):
-                differences.append(f"line {i + 1}: README {x} vs now {y}")
+        for (sd, x), (_, y) in zip(_NUMBER.findall(a), _NUMBER.findall(b)):
+            tolerance = 2 * _unit(float(x), float(y), SD_SIGNIFICANT if sd else SIGNIFICANT)
+            if abs(float(x) - float(y)) > tolerance * (1 + 1e-9):
+                differences.append(f"line {i + 1}: README {sd}{x} vs now {sd}{y}")
     if len(written.splitlines()) != len(fresh.splitlines()):
         differences.append(f"README has {len(written.splitlines())} lines, now {len(fresh.splitlines())}")
     return differences

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from framework.claims.expressions import parse_check, used_aliases
 from framework.errors import Problem, SpecError
-from framework.loader import Loaded, load_file
+from framework.loader import Loaded, apply_overrides, load_file
 
 CLAIMS_FILE = "claims.yaml"
 DEFAULT_TIER, FULL_TIER = "default", "full"
@@ -169,16 +169,22 @@ def _kinds_and_controls(claims: ClaimsFile, loaded: Loaded) -> list[Problem]:
             problems.append(Problem(loaded.key_mark(("claims", i)), ("claims", i),
                                     f"headline claim '{claim.name}' needs `over: mean` or `over: every_seed` "
                                     f"(how it holds over >= {MIN_SEEDS} seeds)"))
-        problems += _control_problems(claim, i, aliases, loaded)
+        problems += _control_problems(claim, i, claims.runs, loaded)
     return problems
 
 
-def _control_problems(claim: Claim, index: int, aliases: set[str], loaded: Loaded) -> list[Problem]:
+def _control_problems(claim: Claim, index: int, runs: dict[str, RunRef], loaded: Loaded) -> list[Problem]:
+    """A control gives one of `replace` / `numbers`, about runs the check reads; a default-tier
+    claim's control swaps in default-tier runs only (the default tier is complete on its own)."""
     path = ("claims", index, "control")
     control = claim.control
+    aliases = set(runs)
     if bool(control.replace) == bool(control.numbers):
         return [Problem(loaded.key_mark(path), path, "a control gives either `replace` or `numbers`")]
-    read = used_aliases(parse_check(claim.check, aliases), aliases)
+    try:
+        read = used_aliases(parse_check(claim.check, aliases), aliases)
+    except ValueError:
+        return []  # the check's own problem is reported by _checks
     problems = []
     for alias, other in control.replace.items():
         for name, where in ((alias, "replaces"), (other, "uses")):
@@ -188,6 +194,10 @@ def _control_problems(claim: Claim, index: int, aliases: set[str], loaded: Loade
         if alias in aliases and alias not in read:
             problems.append(Problem(loaded.value_mark((*path, "replace")), (*path, "replace"),
                                     f"the control replaces '{alias}', which the check does not read"))
+        if claim.tier == DEFAULT_TIER and other in aliases and runs[other].tier != DEFAULT_TIER:
+            problems.append(Problem(loaded.value_mark((*path, "replace")), (*path, "replace"),
+                                    f"claim '{claim.name}' is in the default tier but its control uses run '{other}', "
+                                    f"which is `tier: {runs[other].tier}`"))
     for alias in control.numbers:
         if alias not in read:
             problems.append(Problem(loaded.value_mark((*path, "numbers")), (*path, "numbers"),
@@ -196,10 +206,9 @@ def _control_problems(claim: Claim, index: int, aliases: set[str], loaded: Loade
 
 
 def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Problem]:
-    """Every run a headline claim reads is a sweep over >= MIN_SEEDS seeds whose upstream spec, if
-    any, follows the trial's seed."""
-    from framework.loader import load_spec
-
+    """Every run a headline claim reads is a sweep over >= MIN_SEEDS seeds whose upstream specs,
+    if any, follow the trial's seed (upstreams of upstreams too). Read before `${...}` references
+    resolve: resolved, `seed=${seed}` reads `seed=0` and cannot be told from a pinned seed."""
     problems = []
     aliases = set(claims.runs)
     for i, claim in enumerate(claims.claims):
@@ -207,24 +216,49 @@ def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Pr
             continue
         for alias in sorted(used_aliases(parse_check(claim.check, aliases), aliases)):
             ref = claims.runs[alias]
-            data = load_spec(folder / ref.spec, ref.overrides).data
+            spec = folder / ref.spec
+            data = _unresolved(spec, ref.overrides)
             seeds = ((data.get("sweep") or {}).get("seeds")) or []
             message = None
             if len(seeds) < MIN_SEEDS:
                 message = (f"headline claim '{claim.name}' reads '{alias}' ({ref.spec}), which is not a sweep over "
                            f">= {MIN_SEEDS} seeds (sweep.seeds: {seeds or 'none'})")
-            elif _upstream_pins_seed(data):
-                message = (f"headline claim '{claim.name}' reads '{alias}' ({ref.spec}), whose upstream spec keeps "
+            elif pinned := _upstream_pinning_seed(spec, data):
+                message = (f"headline claim '{claim.name}' reads '{alias}' ({ref.spec}), whose upstream {pinned} keeps "
                            f"one seed; let it follow the trial's: init: {{spec: ..., overrides: ['seed=${{seed}}']}}")
             if message:
                 problems.append(Problem(loaded.value_mark(("claims", i, "check")), ("claims", i, "check"), message))
     return problems
 
 
-def _upstream_pins_seed(data: dict[str, Any]) -> bool:
-    inits = [data.get("init") or {}, *((s or {}).get("init") or {} for s in (data.get("stages") or {}).values())]
-    return any(init.get("spec") and not any(str(o).replace(" ", "").startswith("seed=${seed}")
-                                            for o in init.get("overrides") or []) for init in inits)
+SEED_FOLLOWS = "seed=${seed}"
+
+
+def _unresolved(spec: Path, overrides: list[str]) -> dict[str, Any]:
+    """A spec's data with its `extends:` merged and overrides applied, references left as written."""
+    raw = load_file(spec)
+    apply_overrides(raw, list(overrides))
+    return raw.data
+
+
+def _upstream_pinning_seed(spec: Path, data: dict[str, Any], seen: frozenset[Path] = frozenset()) -> str | None:
+    """The first upstream spec (`init: {spec}`, top level or in a stage, followed down its own
+    upstreams) whose overrides do not include `seed=${seed}`; None when every one follows."""
+    stages = data.get("stages") if isinstance(data.get("stages"), dict) else {}
+    inits = [data.get("init"), *((s or {}).get("init") for s in stages.values() if isinstance(s, dict))]
+    for init in inits:
+        if not isinstance(init, dict) or not init.get("spec"):
+            continue
+        upstream = spec.parent / str(init["spec"])
+        overrides = [str(o).replace(" ", "") for o in init.get("overrides") or []]
+        if SEED_FOLLOWS not in overrides:
+            return str(init["spec"])
+        if upstream.resolve() in seen or not upstream.is_file():
+            continue  # a cycle or a missing file is the spec's own error, reported when it runs
+        deeper = _upstream_pinning_seed(upstream, _unresolved(upstream, []), seen | {upstream.resolve()})
+        if deeper:
+            return deeper
+    return None
 
 
 def _line(loaded: Loaded, path: tuple) -> str:
