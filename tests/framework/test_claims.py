@@ -1,13 +1,17 @@
-"""framework/claims/: the check language, claims files, tiers, and `exp reproduce` end to end."""
+"""framework/claims/: the check language, claims files (kinds, seeds, controls, tiers), the report,
+and `exp reproduce` end to end."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from framework.claims import Claim, evaluate, load_claims, parse_check, reproduce
+from framework.claims import Claim, Outcome, evaluate, load_claims, parse_check, reproduce, table_differences
+from framework.claims.report import headline, summary, table
+from framework.claims.reproduction import TrialResult
 from framework.cli import main
 from framework.errors import SpecError
 from framework.runner import RunResult
@@ -17,15 +21,15 @@ RESULTS = {
     "a": RunResult("1", {"test/acc": 0.9, "test/gap": 0.2}),
     "b": RunResult("2", {"test/acc": 0.95, "test/gap": 0.4}),
 }
+SWAP = {"text": "b in place of a", "replace": {"a": "b"}}
 
 
-def _trials(values: list[float], gaps: list[float]) -> list[RunResult]:
-    trials = []
-    for v, g in zip(values, gaps):
-        trial = RunResult(None, {"test/gap": g})
-        trial.values = {"w": v}  # type: ignore[attr-defined]
-        trials.append(trial)
-    return trials
+def _claim(check: str, kind: str = "supporting", control: dict[str, Any] | None = None, **more: Any) -> Claim:
+    return Claim(name="c", kind=kind, text="t", check=check, control=control or SWAP, **more)
+
+
+def _trials(values: list[dict[str, Any]], gaps: list[float]) -> list[TrialResult]:
+    return [TrialResult(None, {"test/gap": g}, values=v) for v, g in zip(values, gaps)]
 
 
 @pytest.mark.parametrize(
@@ -44,8 +48,8 @@ def _trials(values: list[float], gaps: list[float]) -> list[RunResult]:
     ],
 )
 def test_checks(check: str, passed: bool) -> None:
-    results = {**RESULTS, "s": _trials([1.0, 2.0, 4.0], [0.4, 0.2, 0.1])}
-    outcome = evaluate(Claim(name="c", text="t", check=check), results)
+    results = {**RESULTS, "s": _trials([{"w": 1.0}, {"w": 2.0}, {"w": 4.0}], [0.4, 0.2, 0.1])}
+    outcome = evaluate(_claim(check), results)
     assert outcome.error == ""
     assert outcome.passed is passed
 
@@ -55,7 +59,8 @@ def test_checks(check: str, passed: bool) -> None:
     [
         ("a.metrics", "'a.metrics' is not allowed in a check (Attribute)"),
         ("__import__('os')", "unknown function call '__import__('os')'. Functions: abs, min, max, mean, log, sqrt, "
-                             "len, data_constrained_r2, loglog_slope, non_decreasing, non_increasing, r2, slope, column, param"),
+                             "len, data_constrained_r2, loglog_slope, non_decreasing, non_increasing, r2, slope, "
+                             "column, param, seed_mean, seed_sd, seed_param"),
         ("aa['test/acc'] > 0", "unknown run 'aa'. Did you mean 'a'?"),
         ("a['test/acc'] > > 1", "invalid check syntax at column 17: invalid syntax"),
         ("[x for x in a]", "'[x for x in a]' is not allowed in a check (ListComp)"),
@@ -68,99 +73,309 @@ def test_checks_that_are_rejected(check: str, message: str) -> None:
 
 
 def test_missing_metric_is_a_failed_claim_with_a_hint() -> None:
-    outcome = evaluate(Claim(name="c", text="t", check="a['test/accuracy'] > 0"), RESULTS)
-    assert not outcome.passed
+    outcome = evaluate(_claim("a['test/accuracy'] > 0"), RESULTS)
+    assert not outcome.passed and outcome.failed
     assert outcome.error == "ValueError: run 'a' has no metric 'test/accuracy'. Did you mean 'test/acc'?"
 
 
-def _folder(tmp_path: Path, check: str, runs: str = "", claims: str = "") -> Path:
-    """A paper folder with one tiny spec, run `t` and claim `learns`; `runs` and `claims` are more
-    YAML lines for the two lists."""
+GRID_SEEDS = [{"w": w, "seed": s} for w in (1, 2) for s in (0, 1, 2)]  # trial order: grid, then seeds
+
+
+def test_seed_accessors_group_a_grid_by_configuration() -> None:
+    results = {"s": _trials(GRID_SEEDS, [0.1, 0.2, 0.3, 0.5, 0.5, 0.5])}
+    outcome = evaluate(_claim("seed_param(s, 'w') == [1, 2] and seed_mean(s, 'test/gap')[0] < 0.3 "
+                              "and seed_sd(s, 'test/gap')[1] == 0", control={"text": "flat", "numbers": {
+                                  "s": [{"test/gap": 0.5, "values": {"w": 1}}, {"test/gap": 0.5, "values": {"w": 2}}]}}),
+                       results)
+    assert outcome.passed and outcome.error == ""
+    assert outcome.numbers == {"s[test/gap] over seeds": ["0.2 ± 0.1 (n=3)", "0.5 ± 0 (n=3)"]}
+    assert outcome.control_passed is False and not outcome.failed
+
+
+@pytest.mark.parametrize(
+    "kind, check, control, status, failed",
+    [
+        ("supporting", "a['test/gap'] < b['test/gap']", SWAP, "pass", False),
+        ("supporting", "a['test/gap'] > b['test/gap']", SWAP, "FAIL", True),
+        ("headline", "a['test/gap'] <= b['test/gap']", SWAP, "FAIL: its control passes too", True),
+        ("supporting", "a['test/gap'] < 0.3", {"text": "no gap metric", "numbers": {"a": {"test/acc": 1.0}}},
+         "FAIL: its control raises", True),
+        ("deviation", "a['test/gap'] > b['test/gap']", SWAP, "NOT REPRODUCED", False),
+        ("deviation", "a['test/gap'] < b['test/gap']", SWAP, "reproduced after all: promote it", False),
+    ],
+    ids=["pass", "fail", "control passes", "control raises", "deviation", "deviation holds"],
+)
+def test_status_counts_the_control(kind: str, check: str, control: dict[str, Any], status: str, failed: bool) -> None:
+    outcome = evaluate(_claim(check, kind, control, over="mean" if kind == "headline" else None), RESULTS)
+    assert (outcome.status, outcome.failed) == (status, failed)
+
+
+def _outcome(kind: str, passed: bool, control_passed: bool = False, ran: bool = True, name: str = "c",
+             **more: Any) -> Outcome:
+    claim = Claim(name=name, kind=kind, text="t", check="a['x'] > 0", control=SWAP, **more)
+    return Outcome(claim, passed, ran=ran, control_passed=control_passed if ran else None)
+
+
+HEAD = {"kind": "headline", "over": "mean"}
+
+
+@pytest.mark.parametrize(
+    "outcomes, line",
+    [
+        ([_outcome(**HEAD, passed=True), _outcome("supporting", False)], "headline reproduced: yes"),
+        ([_outcome(**HEAD, passed=False, name="h")], "headline reproduced: NO (h)"),
+        ([_outcome(**HEAD, passed=True, control_passed=True, name="h")], "headline reproduced: NO (h)"),
+        ([_outcome("deviation", False, name="d", headline=True, over="mean")],
+         "headline reproduced: NO (d; recorded as deviation: d)"),
+        ([_outcome(**HEAD, passed=False, ran=False)], "headline reproduced: not run (full tier; `--full` runs it)"),
+    ],
+    ids=["yes", "no", "control passes", "deviation", "not run"],
+)
+def test_headline_line(outcomes: list[Outcome], line: str) -> None:
+    assert headline(outcomes) == line
+
+
+def test_summary_and_table() -> None:
+    outcomes = [_outcome(**HEAD, passed=True, name="h"), _outcome("supporting", True, control_passed=True, name="s"),
+                _outcome("deviation", False, name="d"), _outcome("supporting", True, ran=False, name="f", tier="full")]
+    assert summary(outcomes) == ("1 of 2 claim(s) hold; 1 deviation(s) recorded as not reproduced; "
+                                 "1 full-tier claim(s) not run (`--full` runs them)")
+    assert table(outcomes).splitlines() == [
+        "| claim | kind | numbers | negative control | result |",
+        "|---|---|---|---|---|",
+        "| **h**: t | headline, mean over seeds |  | b in place of a: check false | pass |",
+        "| **s**: t | supporting |  | b in place of a: check true: the claim cannot fail | FAIL: its control passes too |",
+        "| **d**: t | deviation |  | b in place of a: check false | NOT REPRODUCED |",
+        "| **f** (full tier): t | supporting |  | b in place of a | full tier, not run |",
+    ]
+
+
+@pytest.mark.parametrize(
+    "fresh, differences",
+    [
+        ("| a | 0.7512 ± 0.012 (n=3) | pass |", []),
+        ("| a | 0.7514 ± 0.012 (n=3) | pass |", []),  # 2 units of the 4th digit: a rerun's rounding
+        ("| a | 0.7515 ± 0.012 (n=3) | pass |", ["line 1: README 0.7512 vs now 0.7515"]),
+        ("| a | 0.7512 ± 0.014 (n=3) | pass |", []),  # a sd has 2 significant digits
+        ("| a | 0.7512 ± 0.015 (n=3) | pass |", ["line 1: README ± 0.012 vs now ± 0.015"]),
+        ("| a | 0.7512 ± 0.012 (n=3) | FAIL |",
+         ["line 1: README '| a | 0.7512 ± 0.012 (n=3) | pass |' vs now '| a | 0.7512 ± 0.012 (n=3) | FAIL |'"]),
+        ("| a | 0.7512 ± 0.012 (n=3) | pass |\nmore", ["README has 1 lines, now 2"]),
+    ],
+    ids=["identical", "2 units off", "3 units off", "sd 2 units off", "sd 3 units off", "text", "a line more"],
+)
+def test_table_differences(fresh: str, differences: list[str]) -> None:
+    assert table_differences("| a | 0.7512 ± 0.012 (n=3) | pass |", fresh) == differences
+
+
+def test_table_differences_read_trimmed_zeros_as_digits() -> None:
+    """`.4g` prints 0.7500 as 0.75: its last digit is still the 4th significant one."""
+    assert table_differences("x = 0.75", "x = 0.7612") == ["line 1: README 0.75 vs now 0.7612"]
+    assert table_differences("x = 0.1", "x = 0.09999") == []
+
+
+# A paper folder for load_claims and `exp reproduce`: a tiny run `t`, a 3-seed sweep `s` (5 steps a
+# trial), the sweep's upstream variants, and claims given per test.
+TINY = "trainer: {max_steps: 20, limit_val_batches: 1}\n"
+SPECS = {
+    "tiny.yaml": f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\nname: demo\npaper: demo_paper\n{TINY}",
+    "seeds.yaml": "extends: tiny.yaml\nname: demo_seeds\ntrainer: {max_steps: 5}\nsweep: {seeds: [0, 1, 2]}\n",
+    "two_seeds.yaml": "extends: seeds.yaml\nsweep: {seeds: [0, 1]}\n",
+    "grid.yaml": "extends: tiny.yaml\nsweep: {grid: {optimizer.lr: [0.001, 0.01, 0.1]}}\n",
+    "pinned.yaml": "extends: seeds.yaml\ninit: {spec: tiny.yaml}\n",
+    "follows.yaml": "extends: seeds.yaml\ninit: {spec: tiny.yaml, overrides: ['seed=${seed}']}\n",
+    "follows_pinned.yaml": "extends: seeds.yaml\ninit: {spec: pinned.yaml, overrides: ['seed=${seed}']}\n",
+}
+RUNS = "  t: {spec: tiny.yaml}\n  s: {spec: seeds.yaml}\n"
+HEADLINE = """\
+  - name: seeds_learn
+    kind: headline
+    over: mean
+    text: every seed beats chance
+    check: seed_mean(s, 'test/accuracy')[0] > 0.3
+    control: {text: chance accuracy, numbers: {s: [{test/accuracy: 0.25}]}}
+"""
+LEARNS = """\
+  - name: learns
+    kind: supporting
+    text: it learns
+    check: t['test/accuracy'] > 0.6
+    control: {text: chance accuracy, numbers: {t: {test/accuracy: 0.5}}}
+"""
+
+
+def _folder(tmp_path: Path, claims: str, runs: str = RUNS) -> Path:
     folder = tmp_path / "demo_paper"
-    folder.mkdir()
-    (folder / "tiny.yaml").write_text(
-        f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\nname: demo\npaper: demo_paper\n"
-        "trainer: {max_steps: 20, limit_val_batches: 1}\n")
-    (folder / "claims.yaml").write_text(
-        f"paper: demo_paper\nruns:\n  t: {{spec: tiny.yaml}}\n{runs}claims:\n"
-        f"  - name: learns\n    text: it learns\n    check: {check}\n{claims}")
+    folder.mkdir(exist_ok=True)
+    for name, text in SPECS.items():
+        (folder / name).write_text(text)
+    (folder / "claims.yaml").write_text(f"paper: demo_paper\nruns:\n{runs}claims:\n{claims}")
     (folder / "README.md").write_text("# demo\n\n<!-- claims:begin -->\nold\n<!-- claims:end -->\n\nafter\n")
     return folder
 
 
-def test_reproduce_passes_logs_and_rewrites_readme(tracked: str, tmp_path: Path) -> None:
-    folder = _folder(tmp_path, "t['test/accuracy'] > 0.6")
-    assert main(["reproduce", str(folder), "--write-readme"]) == 0
-    readme = (folder / "README.md").read_text()
-    assert "| **learns**: it learns | t[test/accuracy] = " in readme and "| pass |" in readme
-    assert "old" not in readme and readme.endswith("<!-- claims:end -->\n\nafter\n")
-    client = MlflowClient(tracked)
-    experiment = client.get_experiment_by_name("demo_paper")
-    logged = client.search_runs([experiment.experiment_id], "tags.`expspec.reproduce` = 'true'")
-    assert logged[0].data.metrics["claim/learns"] == 1.0 and logged[0].info.status == "FINISHED"
+def _headline_on(alias: str) -> str:
+    """HEADLINE reading sweep `alias` instead of `s` (its check and its control)."""
+    return _replace_in(_replace_in(HEADLINE, "(s,", f"({alias},"), "{s:", f"{{{alias}:")
 
 
-def test_reproduce_exits_nonzero_when_a_claim_fails(tracked: str, tmp_path: Path) -> None:
-    folder = _folder(tmp_path, "t['test/accuracy'] > 0.9999")
-    outcomes = reproduce(folder, echo=lambda *_: None)
-    assert [o.passed for o in outcomes] == [False]
-    assert main(["reproduce", str(folder)]) == 1
+def _replace_in(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    "claims, messages",
+    [
+        (LEARNS, ["no claim is `kind: headline`; mark the paper's main result at tiny scale (or, when it did not "
+                  "reproduce, its deviation `headline: true`)"]),
+        (_replace_in(HEADLINE, "    over: mean\n", ""),
+         ["headline claim 'seeds_learn' needs `over: mean` or `over: every_seed` (how it holds over >= 3 seeds)"]),
+        (HEADLINE + _replace_in(LEARNS, "numbers:", "replace: {t: s}, numbers:"),
+         ["a control gives either `replace` or `numbers`"]),
+        (HEADLINE + _replace_in(LEARNS, "numbers: {t: {test/accuracy: 0.5}}", "replace: {}"),
+         ["a control gives either `replace` or `numbers`"]),
+        (HEADLINE + _replace_in(LEARNS, "numbers: {t: {test/accuracy: 0.5}}", "replace: {s: t}"),
+         ["the control replaces 's', which the check does not read"]),
+        (HEADLINE + _replace_in(LEARNS, "numbers: {t: {test/accuracy: 0.5}}", "replace: {u: t}"),
+         ["the control replaces 'u', which is not a run. Runs: big, follows_pinned, g, pinned, s, t, two"]),
+        (HEADLINE + _replace_in(LEARNS, "numbers: {t: {test/accuracy: 0.5}}", "replace: {t: u}"),
+         ["the control uses 'u', which is not a run. Runs: big, follows_pinned, g, pinned, s, t, two"]),
+        (HEADLINE + _replace_in(LEARNS, "numbers: {t:", "numbers: {s:"),
+         ["the control gives numbers for 's', which the check does not read"]),
+        (HEADLINE + LEARNS + "    headline: true\n    over: mean\n",
+         ["`headline: true` marks a deviation; a reproduced main result is `kind: headline`"]),
+        (_headline_on("g"),
+         ["headline claim 'seeds_learn' reads 'g' (grid.yaml), which is not a sweep over >= 3 seeds "
+          "(sweep.seeds: none)"]),
+        (_headline_on("two"),
+         ["headline claim 'seeds_learn' reads 'two' (two_seeds.yaml), which is not a sweep over >= 3 seeds "
+          "(sweep.seeds: [0, 1])"]),
+        (_replace_in(_headline_on("t"), "seed_mean(t, 'test/accuracy')[0]", "t['test/accuracy']"),
+         ["headline claim 'seeds_learn' reads 't' (tiny.yaml), which is not a sweep over >= 3 seeds "
+          "(sweep.seeds: none)"]),
+        (_headline_on("pinned"),
+         ["headline claim 'seeds_learn' reads 'pinned' (pinned.yaml), whose upstream tiny.yaml keeps one seed; "
+          "let it follow the trial's: init: {spec: ..., overrides: ['seed=${seed}']}"]),
+        (_headline_on("follows_pinned"),
+         ["headline claim 'seeds_learn' reads 'follows_pinned' (follows_pinned.yaml), whose upstream tiny.yaml "
+          "keeps one seed; let it follow the trial's: init: {spec: ..., overrides: ['seed=${seed}']}"]),
+        (HEADLINE + _replace_in(LEARNS, "numbers: {t: {test/accuracy: 0.5}}", "replace: {t: big}"),
+         ["claim 'learns' is in the default tier but its control uses run 'big', which is `tier: full`"]),
+    ],
+    ids=["no headline", "headline without over", "replace and numbers", "neither", "replace unread alias",
+         "replace unknown alias", "replace with unknown alias", "numbers unread alias", "headline on supporting",
+         "headline on a grid", "headline on 2 seeds", "headline on one run", "upstream pins its seed",
+         "upstream's upstream pins its seed", "control from the full tier"],
+)
+def test_claims_file_rules(tmp_path: Path, claims: str, messages: list[str]) -> None:
+    runs = RUNS + ("  g: {spec: grid.yaml}\n  two: {spec: two_seeds.yaml}\n  pinned: {spec: pinned.yaml}\n"
+                   "  follows_pinned: {spec: follows_pinned.yaml}\n  big: {spec: tiny.yaml, tier: full}\n")
+    with pytest.raises(SpecError) as info:
+        load_claims(_folder(tmp_path, claims, runs))
+    assert [p.message for p in info.value.problems] == messages
+
+
+def test_a_headline_over_seeds_whose_upstream_follows_the_seed_loads(tmp_path: Path) -> None:
+    claims, _ = load_claims(_folder(tmp_path, _headline_on("f"),
+                                    RUNS + "  f: {spec: follows.yaml}\n"))
+    assert [(c.name, c.kind, c.over, c.is_headline) for c in claims.claims] == [("seeds_learn", "headline", "mean", True)]
 
 
 def test_claims_file_errors(tmp_path: Path) -> None:
-    folder = _folder(tmp_path, "u['test/accuracy'] > 0")
-    text = (folder / "claims.yaml").read_text().replace("tiny.yaml}", "tiny2.yaml}")
-    (folder / "claims.yaml").write_text(text)
+    folder = _folder(tmp_path, _replace_in(HEADLINE, "seed_mean(s,", "seed_mean(u,"), RUNS.replace("tiny.yaml}", "tiny2.yaml}"))
     with pytest.raises(SpecError) as info:
         load_claims(folder)
     messages = [p.message for p in info.value.problems]
-    assert messages == [f"spec file not found: {folder / 'tiny2.yaml'}", "unknown run 'u'. Runs: t."]
+    assert messages == [f"spec file not found: {folder / 'tiny2.yaml'}", "unknown run 'u'. Runs: s, t."]
 
 
-FULL_RUN = "  big: {spec: tiny.yaml, overrides: [name=demo_big, 'trainer.max_steps=30'], tier: full}\n"
-FULL_CLAIM = "  - name: learns_longer\n    text: a longer run learns too\n    check: big['test/accuracy'] > 0.6\n"
+def test_claims_need_a_kind_and_a_control(tmp_path: Path) -> None:
+    claims = "  - name: learns\n    text: it learns\n    check: t['test/accuracy'] > 0.6\n"
+    with pytest.raises(SpecError) as info:
+        load_claims(_folder(tmp_path, claims))
+    assert [(p.path, p.message) for p in info.value.problems] == [
+        (("claims", 0, "kind"), "Field required"), (("claims", 0, "control"), "Field required")]
 
 
-def test_default_tier_leaves_full_runs_and_claims_out(tracked: str, tmp_path: Path) -> None:
-    folder = _folder(tmp_path, "t['test/accuracy'] > 0.6", FULL_RUN, FULL_CLAIM + "    tier: full\n")
+# The default tier runs `t` (in process, 20 steps); the headline reads the 3-seed sweep, full tier.
+FULL_RUNS = "  t: {spec: tiny.yaml}\n  s: {spec: seeds.yaml, tier: full}\n"
+FULL_HEADLINE = HEADLINE + "    tier: full\n"
+
+
+def _first_report_line(printed: list[str]) -> str:
+    """What `exp reproduce` prints first once the runs are obtained (the lines before are theirs),
+    right before the report."""
+    [report] = [i for i, line in enumerate(printed) if "| claim | kind |" in line]
+    return printed[report - 1]
+
+
+def test_reproduce_default_tier_passes_logs_and_rewrites_readme(tracked: str, tmp_path: Path) -> None:
+    folder = _folder(tmp_path, FULL_HEADLINE + LEARNS, FULL_RUNS)
     printed: list[str] = []
-    outcomes = reproduce(folder, echo=printed.append)
+    outcomes = reproduce(folder, write_readme=True, echo=printed.append)
     assert [(o.claim.name, o.ran, o.passed, o.failed) for o in outcomes] == [
-        ("learns", True, True, False), ("learns_longer", False, False, False)]
-    text = "\n".join(printed)
-    assert f"`exp reproduce {folder}` (default tier):" in text
-    assert "| **learns_longer** (full tier): a longer run learns too |  | full tier, not run |" in text
-    assert "1 of 1 claim(s) hold; 1 full-tier claim(s) not run (`--full` runs them)" in text
-    assert "== big" not in text
+        ("seeds_learn", False, False, False), ("learns", True, True, False)]
+    assert _first_report_line(printed) == "headline reproduced: not run (full tier; `--full` runs it)"
+    assert "1 of 1 claim(s) hold; 1 full-tier claim(s) not run (`--full` runs them)" in printed
+    assert not any(line.startswith("== s") for line in printed)
+    readme = (folder / "README.md").read_text()
+    assert f"`exp reproduce {folder}` (default tier):\n\n**headline reproduced: not run" in readme
+    assert ("| **seeds_learn** (full tier): every seed beats chance | headline, mean over seeds |  | chance accuracy "
+            "| full tier, not run |") in readme
+    assert "| **learns**: it learns | supporting | t[test/accuracy] = " in readme
+    assert "| chance accuracy: check false | pass |" in readme
+    assert "old" not in readme and readme.endswith("<!-- claims:end -->\n\nafter\n")
     client = MlflowClient(tracked)
     experiment = client.get_experiment_by_name("demo_paper").experiment_id
-    assert not client.search_runs([experiment], "tags.`mlflow.runName` = 'demo_big'")
+    assert not client.search_runs([experiment], "tags.`mlflow.runName` LIKE 'demo_seeds%'")
     logged = client.search_runs([experiment], "tags.`expspec.tier` = 'default'")
     assert list(logged[0].data.metrics) == ["claim/learns"] and logged[0].info.status == "FINISHED"
 
-    assert main(["reproduce", str(folder), "--full"]) == 0
-    assert len(client.search_runs([experiment], "tags.`mlflow.runName` = 'demo_big'")) == 1
+
+def test_reproduce_exits_nonzero_when_a_claim_fails(tracked: str, tmp_path: Path) -> None:
+    folder = _folder(tmp_path, FULL_HEADLINE + _replace_in(LEARNS, "> 0.6", "> 0.9999"), FULL_RUNS)
+    outcomes = reproduce(folder, echo=lambda *_: None)
+    assert [o.status for o in outcomes] == ["full tier, not run", "FAIL"]
+    assert main(["reproduce", str(folder)]) == 1
+
+
+def test_reproduce_full_runs_the_seeds_sweep(tracked: str, tmp_path: Path) -> None:
+    """End to end over seeds: three trials of 5 steps, seed_mean in the table, headline yes."""
+    folder = _folder(tmp_path, FULL_HEADLINE + LEARNS, FULL_RUNS)
+    printed: list[str] = []
+    outcomes = reproduce(folder, full=True, jobs=1, echo=printed.append)
+    assert [(o.claim.name, o.status) for o in outcomes] == [("seeds_learn", "pass"), ("learns", "pass")]
+    assert _first_report_line(printed) == "headline reproduced: yes"
+    [row] = [line for line in "\n".join(printed).splitlines() if line.startswith("| **seeds_learn**")]
+    assert "| headline, mean over seeds | s[test/accuracy] over seeds = [" in row and " (n=3)]" in row
+    client = MlflowClient(tracked)
+    experiment = client.get_experiment_by_name("demo_paper").experiment_id
+    trials = client.search_runs([experiment], "tags.`mlflow.runName` LIKE 'demo_seeds[%'")
+    assert sorted(t.data.params["seed"] for t in trials) == ["0", "1", "2"]
     logged = client.search_runs([experiment], "tags.`expspec.tier` = 'full'")
-    assert sorted(logged[0].data.metrics) == ["claim/learns", "claim/learns_longer"]
+    assert sorted(logged[0].data.metrics) == ["claim/learns", "claim/seeds_learn"]
+    assert logged[0].info.status == "FINISHED"
 
 
 def test_a_default_claim_cannot_read_a_full_run(tmp_path: Path) -> None:
-    folder = _folder(tmp_path, "t['test/accuracy'] > 0.6", FULL_RUN, FULL_CLAIM)
+    claims = HEADLINE + _replace_in(LEARNS, "t['test", "big['test").replace("{t:", "{big:")
+    folder = _folder(tmp_path, claims, RUNS + "  big: {spec: tiny.yaml, tier: full}\n")
     with pytest.raises(SpecError) as info:
         load_claims(folder)
     [problem] = info.value.problems
-    assert str(problem.mark) == f"{folder / 'claims.yaml'}:11:12"
+    assert str(problem.mark) == f"{folder / 'claims.yaml'}:16:12"
     assert problem.message == (
-        "claim 'learns_longer' is in the default tier but reads run 'big', which is `tier: full` (line 4); "
+        "claim 'learns' is in the default tier but reads run 'big', which is `tier: full` (line 5); "
         "mark the claim `tier: full`, or the run `tier: default`")
 
 
 def test_tier_values_are_checked(tmp_path: Path) -> None:
-    folder = _folder(tmp_path, "t['test/accuracy'] > 0.6", claims="    tier: ful\n")
+    folder = _folder(tmp_path, HEADLINE + "    tier: ful\n")
     with pytest.raises(SpecError) as info:
         load_claims(folder)
     [problem] = info.value.problems
-    assert str(problem.mark) == f"{folder / 'claims.yaml'}:8:11"
+    assert str(problem.mark) == f"{folder / 'claims.yaml'}:12:11"
     assert problem.message == "Input should be 'default' or 'full'"
 
 
