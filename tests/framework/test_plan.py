@@ -110,8 +110,10 @@ def test_stages_merge_onto_shared_sections(tmp_path: Path) -> None:
          "s.yaml:4:20: model.in_feature: mlp has no argument 'in_feature'. Did you mean 'in_features'? [in stage 'train']"),
         ("init: {stage: train}", "init: {stage: train, spec: x.yaml}",
          "s.yaml:11:11: stages.evaluate.init: give exactly one of stage, spec, checkpoint (got stage, spec)"),
+        ("init: {stage: train}", "init: {stage: train, overrides: ['seed=1']}",
+         "s.yaml:11:11: stages.evaluate.init: overrides apply to an upstream spec: give them with `spec`"),
     ],
-    ids=["unknown stage", "inside a stage", "shared key", "two init sources"],
+    ids=["unknown stage", "inside a stage", "shared key", "two init sources", "overrides without spec"],
 )
 def test_stage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str, message: str) -> None:
     monkeypatch.chdir(tmp_path)

@@ -69,3 +69,34 @@ def test_init_from_spec_reuses_the_cached_run(tracked: str, tmp_path: Path) -> N
     assert first.metrics == second.metrics  # whether the upstream ran first or came from the cache
     tags = client.get_run(first.run_id).data.tags
     assert tags["expspec.init_checkpoint"].endswith("final.ckpt")
+
+
+def test_init_overrides_give_each_seed_its_own_upstream(tracked: str, tmp_path: Path) -> None:
+    """`init: {spec, overrides: ['seed=${seed}']}`: seeds 0 and 1 load two upstream runs (two
+    cache entries, two hashes); seed 0 again reuses its upstream."""
+    from framework.runner import cache_dir, plan_hash, prepare
+
+    pretrain = tmp_path / "pretrain.yaml"
+    pretrain.write_text(f"extends: {TINY}\nname: pretrain_seeded\nloss: {{type: cross_entropy}}\n"
+                        "trainer: {max_steps: 10, limit_val_batches: 1}\n")
+    finetune = tmp_path / "finetune.yaml"
+    finetune.write_text(f"extends: {TINY}\nname: finetune_seeded\n"
+                        "init: {spec: pretrain.yaml, overrides: ['seed=${seed}']}\n"
+                        "trainer: {max_steps: 3, limit_val_batches: 1}\n")
+    client = MlflowClient(tracked)
+
+    def pretrain_runs() -> int:
+        experiment = client.get_experiment_by_name("cvm_fairness")
+        return len(client.search_runs([experiment.experiment_id], "tags.`mlflow.runName` = 'pretrain_seeded'"))
+
+    seed0, seed1 = run(finetune, ["seed=0"]), run(finetune, ["seed=1"])
+    upstreams = [plan_hash(prepare(pretrain, [f"seed={s}"]), pretrain) for s in (0, 1)]
+    assert upstreams[0] != upstreams[1]
+    assert all((cache_dir() / h / "result.json").is_file() for h in upstreams)
+    assert pretrain_runs() == 2
+    checkpoints = [client.get_run(r.run_id).data.tags["expspec.init_checkpoint"] for r in (seed0, seed1)]
+    assert checkpoints[0] != checkpoints[1]
+    again = run(finetune, ["seed=0"])
+    assert pretrain_runs() == 2  # seed 0's upstream came from the cache
+    assert client.get_run(again.run_id).data.tags["expspec.init_checkpoint"] == checkpoints[0]
+    assert again.metrics == seed0.metrics

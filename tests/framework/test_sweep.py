@@ -54,3 +54,16 @@ def test_fail_fast_launches_no_more(tracked: str, tmp_path: Path) -> None:
     spec = _spec(tmp_path, "{model.in_features: [5, 6, 6], seed: [7, 8, 9]}", kind="zip")
     result = run_sweep(spec, SHORT, jobs=1, fail_fast=True, echo=lambda *_: None)
     assert [o.status for o in result.outcomes] == [FAILED, "NOT RUN", "NOT RUN"]
+
+
+def test_trials_keep_the_spec_threads_whatever_the_jobs(tracked: str, tmp_path: Path) -> None:
+    """A trial runs with the spec's hardware.threads (1), not the cores one job leaves free, so its
+    numbers do not depend on --jobs; more threads than cores // jobs are capped."""
+    spec = _spec(tmp_path, "{loss.terms.cvm.weight: [0.0]}")
+    client = MlflowClient(tracked)
+    for overrides, jobs, threads in (([], 1, "1"), (["hardware.threads=2", "optimizer.lr=0.002"], 2, "1")):
+        lines: list[str] = []
+        result = run_sweep(spec, [*SHORT, *overrides], jobs=jobs, cores=2, echo=lines.append)
+        assert f"{jobs} job(s) x {threads} thread(s)" in lines[0]
+        [trial] = result.outcomes
+        assert client.get_run(trial.run_id).data.params["hardware.threads"] == threads
