@@ -2,7 +2,7 @@
 
 Allowed: numbers and strings; `+ - * / **`; comparisons (chained too); `and or not`; lists;
 indexing; `alias['metric']` (the run's final metric); calls of the functions in
-`framework.claims.functions.FUNCTIONS` and of the two sweep accessors in `ACCESSORS`. Nothing
+`framework.claims.functions.FUNCTIONS` and of the sweep accessors in `ACCESSORS`. Nothing
 else parses: no attribute access, no keyword arguments, no comprehensions, no imports.
 """
 

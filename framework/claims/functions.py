@@ -5,7 +5,7 @@ else, from curve shapes (slope, r2, non_increasing: components/claim_functions/)
 laws (sae's data_constrained_r2), is a registry entry, so a paper adds its own in its family
 package and framework/ stays the same. Each is a plain function of numbers and lists of numbers
 (what `alias['metric']`, `column(...)` and `param(...)` give). The language's own accessors of
-sweep runs, `column` and `param`, live in `framework.claims.expressions`.
+sweep runs (`column`, `param`, `seed_mean`, `seed_sd`, `seed_param`) live in `framework.claims.expressions`.
 """
 
 from __future__ import annotations
