@@ -236,7 +236,7 @@ class _Evaluator:
     def column(trials: Any, key: str) -> list[float]:
         if not isinstance(trials, list):
             raise ValueError("column() needs a sweep run")
-        return [t.metrics[key] for t in trials]
+        return [_trial_metric(t, key) for t in trials]
 
     def _per_configuration(self, name: str, node: ast.Call, trials: Any, key: str) -> list[Any]:
         """seed_mean / seed_sd / seed_param: trials grouped by their values other than `seed`,
@@ -249,7 +249,7 @@ class _Evaluator:
             groups.setdefault(repr(sorted(config.items())), []).append(trial)
         if name == "seed_param":
             return [group[0].values[key] for group in groups.values()]
-        columns = [[t.metrics[key] for t in group] for group in groups.values()]
+        columns = [[_trial_metric(t, key) for t in group] for group in groups.values()]
         means = [statistics.fmean(c) for c in columns]
         sds = [statistics.stdev(c) if len(c) > 1 else 0.0 for c in columns]
         label = f"{ast.unparse(node.args[0])}[{key}] over seeds"
@@ -261,3 +261,11 @@ class _Evaluator:
         if not isinstance(trials, list):
             raise ValueError("param() needs a sweep run")
         return [t.values[key] for t in trials]
+
+
+def _trial_metric(trial: Any, key: str) -> Any:
+    """A trial's metric, or a ValueError naming the trial and the closest metric it has."""
+    if key not in trial.metrics:
+        where = ",".join(f"{k}={v}" for k, v in trial.values.items()) or "a trial"
+        raise ValueError(f"trial {where} has no metric '{key}'.{did_you_mean(key, sorted(trial.metrics))}")
+    return trial.metrics[key]

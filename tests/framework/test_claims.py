@@ -78,6 +78,13 @@ def test_missing_metric_is_a_failed_claim_with_a_hint() -> None:
     assert outcome.error == "ValueError: run 'a' has no metric 'test/accuracy'. Did you mean 'test/acc'?"
 
 
+def test_missing_trial_metric_names_the_trial() -> None:
+    results = {**RESULTS, "s": _trials([{"w": 1.0, "seed": 0}], [0.4])}
+    for check in ("column(s, 'test/gaps')[0] > 0", "seed_mean(s, 'test/gaps')[0] > 0"):
+        outcome = evaluate(_claim(check), results)
+        assert outcome.error == "ValueError: trial w=1.0,seed=0 has no metric 'test/gaps'. Did you mean 'test/gap'?"
+
+
 GRID_SEEDS = [{"w": w, "seed": s} for w in (1, 2) for s in (0, 1, 2)]  # trial order: grid, then seeds
 
 
