@@ -198,7 +198,7 @@ def _control_problems(claim: Claim, index: int, aliases: set[str], loaded: Loade
 def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Problem]:
     """Every run a headline claim reads is a sweep over >= MIN_SEEDS seeds whose upstream spec, if
     any, follows the trial's seed."""
-    from framework.loader import load_spec
+    from framework.loader import apply_overrides, load_file
 
     problems = []
     aliases = set(claims.runs)
@@ -207,7 +207,10 @@ def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Pr
             continue
         for alias in sorted(used_aliases(parse_check(claim.check, aliases), aliases)):
             ref = claims.runs[alias]
-            data = load_spec(folder / ref.spec, ref.overrides).data
+            # References unresolved: `seed=${seed}` in init.overrides would read `seed=0` once resolved.
+            spec = load_file(folder / ref.spec)
+            apply_overrides(spec, list(ref.overrides))
+            data = spec.data
             seeds = ((data.get("sweep") or {}).get("seeds")) or []
             message = None
             if len(seeds) < MIN_SEEDS:
