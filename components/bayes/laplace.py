@@ -14,12 +14,24 @@ Laplace log-evidence at the parameters theta (MacKay 1992; Immer et al. 2021, eq
     log Z(delta) = log p(D | theta) - delta/2 |theta|^2 + P/2 log delta - 1/2 sum_i log(lambda_i + delta)
 
 Linearized predictive (GLM) covariance of the outputs at x: J(x) (G + delta I)^-1 J(x)^T.
+
+Transported prior (`FullLaplace.transported`): an isotropic prior N(0, delta^-1 I) placed at the
+coordinates D theta (D diagonal, positive; gamma_laplace's canonical representative) is, in the
+coordinates theta, the Gaussian prior with precision field delta D^2. Its Laplace evidence is
+
+    log Z(delta) = log p(D | theta) - delta/2 |D theta|^2 + P/2 log delta + sum log D
+                   - 1/2 log det(G + delta D^2)
+                 = log p(D | theta) - delta/2 |D theta|^2 + P/2 log delta - 1/2 sum_i log(mu_i + delta),
+
+mu_i the eigenvalues of D^-1 G D^-1 (the GGN in the coordinates D theta): the sum log D of the
+prior's normalizer cancels the one of the determinant, so the evidence is the isotropic evidence
+at D theta. The predictive covariance is J(x) (G + delta D^2)^-1 J(x)^T.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
@@ -80,6 +92,9 @@ class FullLaplace:
         ggn: The generalized Gauss-Newton matrix (P, P), in `named_parameters` order.
         eigenvalues: Eigenvalues of the GGN (P,), clamped at 0.
         log_lik: log p(D | theta) on the fitting data.
+        prior_scales: D of a transported prior with precision field delta D^2 (module
+            docstring), in `named_parameters` order; None for the isotropic prior delta I. With D,
+            `theta_sq_norm` is |D theta|^2 and `eigenvalues` are those of D^-1 G D^-1.
     """
 
     model: nn.Module
@@ -87,6 +102,7 @@ class FullLaplace:
     ggn: torch.Tensor
     eigenvalues: torch.Tensor
     log_lik: float
+    prior_scales: torch.Tensor | None = None
 
     @property
     def num_params(self) -> int:
@@ -125,6 +141,30 @@ class FullLaplace:
             log_lik=log_likelihood(outputs, y, likelihood, sigma_noise),
         )
 
+    def transported(self, prior_scales: torch.Tensor) -> "FullLaplace":
+        """The same fit under the prior with precision field delta D^2, D = `prior_scales` (P,),
+        positive: the isotropic prior at the coordinates D theta, carried back (module docstring).
+        Costs one eigenvalue computation; the GGN and the model are shared."""
+        scales = torch.as_tensor(prior_scales, dtype=self.ggn.dtype, device=self.ggn.device)
+        if scales.shape != (self.num_params,):
+            raise ValueError(f"prior_scales must have shape ({self.num_params},), got {tuple(scales.shape)}")
+        if not bool((scales > 0).all()) or not bool(torch.isfinite(scales).all()):
+            raise ValueError(f"prior_scales must be finite and > 0, got min {float(scales.min())}")
+        _, _, theta = _flat(self.model)
+        inverse = 1.0 / scales
+        scaled = self.ggn * inverse.unsqueeze(1) * inverse.unsqueeze(0)
+        return replace(
+            self,
+            theta_sq_norm=float((scales * theta).pow(2).sum()),
+            eigenvalues=torch.linalg.eigvalsh(0.5 * (scaled + scaled.T)).clamp_min(0.0),
+            prior_scales=scales,
+        )
+
+    def posterior_precision(self, prior_precision: float) -> torch.Tensor:
+        """G + delta I, or G + delta D^2 under a transported prior: (P, P)."""
+        field = torch.ones_like(self.eigenvalues) if self.prior_scales is None else self.prior_scales.pow(2)
+        return self.ggn + torch.diag(prior_precision * field)
+
     def log_evidence(self, prior_precision: float | torch.Tensor) -> torch.Tensor:
         """Laplace log marginal likelihood for isotropic prior precision(s) delta (nats)."""
         delta = torch.as_tensor(prior_precision, dtype=self.eigenvalues.dtype, device=self.eigenvalues.device)
@@ -160,13 +200,16 @@ class FullLaplace:
             a, b = (mid, b) if slope(mid) > 0 else (a, mid)
         return math.exp(0.5 * (a + b))
 
-    def predictive_variance(self, x: torch.Tensor, prior_precision: float, chunk_size: int = 256) -> torch.Tensor:
-        """Diagonal of the linearized predictive covariance of the outputs at x: (N, outputs)."""
-        eye = torch.eye(self.ggn.shape[0], dtype=self.ggn.dtype, device=self.ggn.device)
-        cholesky = torch.linalg.cholesky(self.ggn + prior_precision * eye)
-        parts = []
-        for start in range(0, len(x), chunk_size):
-            jac = output_jacobians(self.model, x[start : start + chunk_size], chunk_size)  # (n, C, P)
-            whitened = torch.linalg.solve_triangular(cholesky, jac.flatten(0, 1).T, upper=False)
-            parts.append(whitened.pow(2).sum(0).view(jac.shape[0], jac.shape[1]))
-        return torch.cat(parts)
+    def predictive_variance(
+        self, x: torch.Tensor, prior_precision: float, chunk_size: int = 256, jacobians: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Diagonal of the linearized predictive covariance of the outputs at x: (N, outputs).
+
+        `jacobians`: `output_jacobians(self.model, x)` when already computed (they do not depend
+        on the prior, so several priors can share them); x is then not used."""
+        cholesky = torch.linalg.cholesky(self.posterior_precision(prior_precision))
+        if jacobians is None:
+            jacobians = torch.cat([output_jacobians(self.model, x[start : start + chunk_size], chunk_size)
+                                   for start in range(0, len(x), chunk_size)])
+        whitened = torch.linalg.solve_triangular(cholesky, jacobians.flatten(0, 1).T, upper=False)
+        return whitened.pow(2).sum(0).view(jacobians.shape[0], jacobians.shape[1])

@@ -4,7 +4,8 @@ Seed paper: "Scale-Invariant Empirical-Bayes Laplace Approximation for ReLU Netw
 (gamma_laplace, NeurIPS 2026; see specs/gamma_laplace/README.md). ReLU is positively homogeneous,
 relu(g * z) = g * relu(z) for g > 0, so multiplying a hidden unit's incoming weights and bias by
 g and its outgoing weights by 1/g leaves the network's function unchanged. The networks reachable
-this way form the unit's scale orbit; `gamma_canonicalize` picks one point per orbit.
+this way form the unit's scale orbit; `canonical_gammas` and `gamma_canonicalize` pick one point
+per orbit, for each member gamma in [0, 1] of a family of canonicalizations.
 
 Supported networks: `components.models.mlp.MLP` with ReLU activations (dropout is fine: it is the
 identity in eval mode and commutes with a positive scale in train mode) and
@@ -105,42 +106,93 @@ def random_gammas(model: nn.Module, generator: torch.Generator, log_std: float =
             for w in hidden_widths(model)]
 
 
+def _unit_norms(producer: nn.Module, consumer: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+    """|in| (incoming weights and bias) and |out| (outgoing weights) of each unit of one group."""
+    incoming = (producer.weight.flatten(1).pow(2).sum(1) + producer.bias.pow(2)).sqrt()
+    outgoing = consumer.weight.transpose(0, 1).flatten(1).pow(2).sum(1).sqrt()
+    return incoming, outgoing
+
+
 @torch.no_grad()
-def gamma_canonicalize(model: nn.Module, tol: float | None = None, max_sweeps: int = 10_000) -> nn.Module:
-    """The norm-balanced representative of `model`'s ReLU scale orbit (a copy).
+def canonical_gammas(
+    model: nn.Module, gamma: float = 0.5, tol: float | None = None, max_sweeps: int = 10_000
+) -> list[torch.Tensor]:
+    """Per-unit scales that move `model` to the gamma-canonical representative of its ReLU scale
+    orbit: `relu_rescale(model, canonical_gammas(model, gamma))` is that representative.
 
-    Minimizes the squared parameter norm over the orbit. The objective is convex in the log-scales
-    and, for a fixed hidden layer, separable over its units with the closed-form minimizer
-    gamma = (|out|^2 / |in|^2)^(1/4) (|in|: incoming weights and bias, |out|: outgoing weights);
-    we sweep the hidden layers until every update is below `tol` in log scale. At the fixed point
-    every unit has |in| = |out|, the gamma = 1/2 member of the paper's canonicalization family
-    (specs/gamma_laplace/README.md). Every rescaled copy of a network maps to the same parameters,
-    and canonicalizing twice changes nothing.
+    The family (our definition; the abstract names a family gamma in [0, 1] but not its formula,
+    see specs/gamma_laplace/README.md): a unit's orbit invariant is the product |in| |out| (|in|:
+    incoming weights and bias, |out|: outgoing weights; a scale g maps them to g |in|, |out| / g),
+    and the gamma-canonical point gives every hidden unit
 
-    A unit whose incoming or outgoing weights are all zero is left as it is (its orbit has no
-    balanced point; it contributes nothing to the function either way).
+        |in| = (|in| |out|)^gamma,  |out| = (|in| |out|)^(1 - gamma),
+        i.e. (1 - gamma) log |in| = gamma log |out|.
+
+    gamma = 0 normalizes every unit's incoming weights (|in| = 1), gamma = 1 its outgoing weights,
+    gamma = 1/2 balances them (|in| = |out|: the minimum-norm point of the orbit). With one
+    hidden layer the scale is closed-form per unit, g = |out|^gamma / |in|^(1 - gamma); with more,
+    a unit's outgoing weights are the next layer's incoming ones, so we sweep that update over
+    the hidden layers, alternately input-first and output-first (gamma = 0 settles in one forward
+    sweep, gamma = 1 in one backward sweep), until every update is below `tol` in log scale. In the
+    log-scales, the Jacobian of these equations is an irreducibly diagonally dominant M-matrix
+    (each unit's own scale enters with weight 1, its neighbours' with weights summing to <= 1), so
+    the fixed point is locally unique; tests/components/bayes/ check that rescaled copies of a
+    network all reach the same parameters, for gamma across [0, 1].
+
+    A unit whose incoming or outgoing weights are all zero keeps scale 1 (its orbit has no
+    canonical point; it contributes nothing to the function either way).
 
     Args:
         model: A ReLU MLP or SmallCNN.
-        tol: Largest |log gamma| of a sweep at which to stop; default 100 machine epsilons of the
+        gamma: The member of the family, in [0, 1].
+        tol: Largest |log g| of a sweep at which to stop; default 100 machine epsilons of the
             parameter dtype.
         max_sweeps: Give up (RuntimeError) after this many sweeps.
     """
-    canonical = copy.deepcopy(model)
-    layers = scalable_layers(canonical)
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+    work = copy.deepcopy(model)
+    layers = scalable_layers(work)
     dtype = layers[0].weight.dtype
     tol = 100 * torch.finfo(dtype).eps if tol is None else tol
     if tol <= 0:
         raise ValueError(f"tol must be > 0, got {tol}")
-    for _ in range(max_sweeps):
+    groups = list(zip(layers[:-1], layers[1:]))
+    total = [torch.ones(producer.weight.shape[0], dtype=dtype, device=producer.weight.device)
+             for producer, _ in groups]
+    for sweep in range(max_sweeps):
         largest = 0.0
-        for producer, consumer in zip(layers[:-1], layers[1:]):
-            incoming = producer.weight.flatten(1).pow(2).sum(1) + producer.bias.pow(2)
-            outgoing = consumer.weight.transpose(0, 1).flatten(1).pow(2).sum(1)
+        order = range(len(groups)) if sweep % 2 == 0 else reversed(range(len(groups)))
+        for index in order:
+            producer, consumer = groups[index]
+            incoming, outgoing = _unit_norms(producer, consumer)
             live = (incoming > 0) & (outgoing > 0)
-            gamma = torch.where(live, (outgoing / incoming.where(live, 1.0)).pow(0.25), 1.0)
-            _scale_unit_group(producer, consumer, gamma)
-            largest = max(largest, float(gamma.log().abs().max()))
+            log_g = gamma * outgoing.where(live, 1.0).log() - (1 - gamma) * incoming.where(live, 1.0).log()
+            scale = torch.where(live, log_g.exp(), 1.0)
+            _scale_unit_group(producer, consumer, scale)
+            total[index] *= scale
+            largest = max(largest, float(log_g.where(live, 0.0).abs().max()))
         if largest < tol:
-            return canonical
-    raise RuntimeError(f"gamma_canonicalize did not converge to tol {tol} in {max_sweeps} sweeps")
+            return total
+    raise RuntimeError(f"canonical_gammas did not converge to tol {tol} in {max_sweeps} sweeps")
+
+
+def gamma_canonicalize(
+    model: nn.Module, gamma: float = 0.5, tol: float | None = None, max_sweeps: int = 10_000
+) -> nn.Module:
+    """The gamma-canonical representative of `model`'s ReLU scale orbit (a copy; see
+    `canonical_gammas`). The default gamma = 1/2 is norm balancing: it minimizes the squared
+    parameter norm over the orbit. Canonicalizing twice changes nothing."""
+    return relu_rescale(model, canonical_gammas(model, gamma, tol, max_sweeps))
+
+
+@torch.no_grad()
+def parameter_scales(model: nn.Module, gammas: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The factor by which `relu_rescale(model, gammas)` multiplies each parameter, flattened in
+    `named_parameters` order: the diagonal of the (linear) map from `model`'s coordinates to the
+    rescaled ones. A weight from unit k to unit i gets gamma_i / gamma_k (1 for inputs and
+    outputs), a bias gamma_i."""
+    ones = copy.deepcopy(model)
+    for param in ones.parameters():
+        param.fill_(1.0)
+    return torch.cat([p.reshape(-1) for p in relu_rescale(ones, gammas).parameters()])

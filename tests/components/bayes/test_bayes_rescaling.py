@@ -1,9 +1,17 @@
-"""ReLU rescalings preserve the function; gamma-canonicalization picks one point per orbit."""
+"""ReLU rescalings preserve the function; gamma-canonicalization picks one point per orbit, for
+every gamma of the family."""
 
 import pytest
 import torch
 
-from components.bayes.rescaling import gamma_canonicalize, hidden_widths, random_gammas, relu_rescale
+from components.bayes.rescaling import (
+    canonical_gammas,
+    gamma_canonicalize,
+    hidden_widths,
+    parameter_scales,
+    random_gammas,
+    relu_rescale,
+)
 from components.models.cnn import SmallCNN
 from components.models.mlp import MLP
 
@@ -46,14 +54,35 @@ def test_rescaling_in_float32_preserves_the_function_to_1e_6():
     assert float((copy(x) - model(x)).abs().max()) < 1e-6
 
 
+@pytest.mark.parametrize("gamma", [0.0, 0.25, 0.5, 0.75, 1.0])
 @pytest.mark.parametrize("name", NETWORKS)
-def test_canonicalize_maps_the_whole_orbit_to_one_point(name):
+def test_canonicalize_maps_the_whole_orbit_to_one_point(name, gamma):
     model, x = _network(name)
-    canonical = gamma_canonicalize(model)
+    canonical = gamma_canonicalize(model, gamma)
     assert float((canonical(x) - model(x)).abs().max()) < 1e-10
     for copy in _copies(model):
-        assert _max_param_diff(gamma_canonicalize(copy), canonical) < 1e-6
-    assert _max_param_diff(gamma_canonicalize(canonical), canonical) < 1e-12, "idempotent"
+        assert _max_param_diff(gamma_canonicalize(copy, gamma), canonical) < 1e-9
+    assert _max_param_diff(gamma_canonicalize(canonical, gamma), canonical) < 1e-12, "idempotent"
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.3, 1.0])
+def test_gamma_canonical_point_solves_the_family_equation(gamma):
+    """(1 - gamma) log|in| = gamma log|out| for every hidden unit: |in| = 1 at gamma = 0, |out| = 1 at 1."""
+    model, _ = _network("mlp-3-hidden-dropout")
+    linears = [m for m in gamma_canonicalize(model, gamma).modules() if isinstance(m, torch.nn.Linear)]
+    for producer, consumer in zip(linears[:-1], linears[1:]):
+        incoming = (producer.weight.pow(2).sum(1) + producer.bias.pow(2)).sqrt()
+        outgoing = consumer.weight.pow(2).sum(0).sqrt()
+        torch.testing.assert_close((1 - gamma) * incoming.log(), gamma * outgoing.log(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NETWORKS)
+def test_parameter_scales_are_the_diagonal_of_the_rescaling(name):
+    model, _ = _network(name)
+    gammas = canonical_gammas(model, 0.3)
+    flat = lambda net: torch.cat([p.detach().reshape(-1) for p in net.parameters()])  # noqa: E731
+    scales = parameter_scales(model, gammas)
+    torch.testing.assert_close(flat(model) * scales, flat(relu_rescale(model, gammas)), rtol=1e-14, atol=0)
 
 
 def test_canonical_point_balances_every_unit_and_has_the_smallest_norm():
@@ -93,4 +122,15 @@ def test_linear_model_has_no_rescalings():
 def test_rescale_rejects_with_a_message(model, gammas, message):
     with pytest.raises(ValueError) as error:
         relu_rescale(model, gammas)
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"gamma": 1.5}, "gamma must be in [0, 1], got 1.5"),
+    ({"gamma": -0.1}, "gamma must be in [0, 1], got -0.1"),
+    ({"tol": 0.0}, "tol must be > 0, got 0.0"),
+], ids=["gamma-above-1", "gamma-below-0", "tol"])
+def test_canonical_gammas_rejects_with_a_message(kwargs, message):
+    with pytest.raises(ValueError) as error:
+        canonical_gammas(MLP(3, 2, hidden=[4]), **kwargs)
     assert str(error.value) == message

@@ -1,0 +1,64 @@
+"""The laplace_rescaling analysis per prior: what each run of gamma_laplace's claims logs."""
+
+import pytest
+import torch
+
+from components.bayes.invariance import LaplaceRescaling
+from components.models.mlp import MLP
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A 3-6-5-2 ReLU MLP fitted to XOR-like data, and its train/test splits (float32, as a run has)."""
+    torch.manual_seed(0)
+    x = torch.randn(80, 3)
+    y = (x[:, 0] * x[:, 1] > 0).long()
+    model = MLP(3, 2, hidden=[6, 5])
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
+    for _ in range(150):
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x[:60]), y[:60]).backward()
+        optimizer.step()
+    return model.eval(), {"train": {"x": x[:60], "y": y[:60]}, "test": {"x": x[60:], "y": y[60:]}}
+
+
+SHARED = {"function_max_diff", "evidence_spread", "evidence_std", "variance_spread_rel", "prior_precision_ratio",
+          "log_evidence", "prior_precision", "mean_variance", "grid_evidence_spread", "grid_variance_spread_rel"}
+GAMMA_ONLY = {"selected_gamma", "selected_gamma_spread", "gamma_evidence_range", "evidence_gain_over_balanced"}
+
+
+def test_isotropic_varies_and_its_grid_is_itself(trained):
+    results = LaplaceRescaling(num_rescalings=3, prior="isotropic")(*trained)
+    assert set(results) == SHARED
+    assert results["evidence_spread"] > 1.0 and results["prior_precision_ratio"] > 1.5
+    assert results["grid_evidence_spread"] == results["evidence_spread"]
+
+
+def test_gamma_canonical_is_invariant_for_every_gamma_and_selects_the_best(trained):
+    gammas = [0.0, 0.5, 1.0]
+    results = LaplaceRescaling(num_rescalings=3, prior="gamma_canonical", gammas=gammas)(*trained)
+    assert set(results) == SHARED | GAMMA_ONLY
+    assert results["grid_evidence_spread"] < 1e-6 and results["grid_variance_spread_rel"] < 1e-6
+    assert results["selected_gamma"] in gammas and results["selected_gamma_spread"] == 0.0
+    fixed = [LaplaceRescaling(num_rescalings=1, prior="gamma_canonical", gammas=[g])(*trained) for g in gammas]
+    assert results["log_evidence"] == pytest.approx(max(f["log_evidence"] for f in fixed), abs=1e-9)
+    balanced = fixed[1]
+    assert results["evidence_gain_over_balanced"] == pytest.approx(
+        results["log_evidence"] - balanced["log_evidence"], abs=1e-9)
+    assert balanced["evidence_gain_over_balanced"] == 0.0 and balanced["gamma_evidence_range"] == 0.0
+
+
+def test_both_prefixes_the_gamma_canonical_metrics(trained):
+    results = LaplaceRescaling(num_rescalings=1, gammas=[0.5])(*trained)
+    assert set(results) == SHARED | {f"canonical_{k}" for k in SHARED - {"function_max_diff"} | GAMMA_ONLY}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"prior": "flat"}, "prior must be 'both', 'isotropic' or 'gamma_canonical', got 'flat'"),
+    ({"gammas": []}, "gammas must be a non-empty list of values in [0, 1], got []"),
+    ({"gammas": [0.5, 2.0]}, "gammas must be a non-empty list of values in [0, 1], got [0.5, 2.0]"),
+], ids=["prior", "no-gammas", "gamma-out-of-range"])
+def test_laplace_rescaling_rejects_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError) as error:
+        LaplaceRescaling(**kwargs)
+    assert str(error.value) == message
