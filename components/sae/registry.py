@@ -8,5 +8,8 @@ ENTRIES = {
     "data": {"activation_buffer": "components.sae.activations:ActivationBuffer"},
     "metrics": {"fvu": "components.sae.metrics:FractionOfVarianceUnexplained"},
     "tasks": {"sae_training": "components.sae.task:SAETraining"},
-    "claim_functions": {"data_constrained_r2": "components.sae.laws:data_constrained_r2"},
+    "claim_functions": {
+        "data_constrained_r2": "components.sae.laws:data_constrained_r2",
+        "data_constrained_held_out_ratio": "components.sae.laws:data_constrained_held_out_ratio",
+    },
 }
