@@ -16,11 +16,19 @@ Logged keys:
   log(t) over the last `slope_window` of the horizon on a log scale (t >= T^(1 - slope_window);
   0.5 fits from sqrt(T) to T), the within-run estimate of the last-iterate rate (-1/4 for the
   perturbed methods of perturbed_eg, about 0 for a method stuck at a noise floor).
+- With `horizons: [T_1, ..., T_k]` (a fixed-horizon study in one process, as the paper's rate is
+  stated: the final gap after T iterations of a method whose schedules are set for that T):
+  `test/gap_T<T_i>` and `test/gap_std_T<T_i>`, the mean and spread over `replicates` runs of
+  horizon T_i, and `test/horizon_slope`, the least-squares slope of log(test/gap_T<T_i>) against
+  log(T_i). The runs of horizon T_i < T are extra (a copy of the algorithm each, reset with
+  T_i, its own random starts, the same noise stream); T_i = T is the main run itself.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import warnings
 from typing import Annotated, Any, Literal
 
 import lightning as L
@@ -84,6 +92,9 @@ class Minimax(L.LightningModule):
             or at the center of the constraint sets ("center").
         log_points_per_decade: Density of the log-spaced iterations at which the gap is logged.
         slope_window: Share of the horizon, on a log scale, over which `test/gap_slope` is fitted.
+        horizons: Horizons T_i of a fixed-horizon study (module docstring), each <= the run's
+            horizon T; a horizon the run does not reach (a shortened run) is left out, with a
+            warning. Empty: the main run only.
     """
 
     def __init__(
@@ -94,6 +105,7 @@ class Minimax(L.LightningModule):
         init: Literal["random", "center"] = "random",
         log_points_per_decade: int = 10,
         slope_window: float = 0.5,
+        horizons: list[int] | None = None,
     ) -> None:
         super().__init__()
         missing = [m for m in _GAME_METHODS if not callable(getattr(problem, m, None))]
@@ -112,12 +124,21 @@ class Minimax(L.LightningModule):
             raise ValueError(f"log_points_per_decade must be >= 1, got {log_points_per_decade}")
         if not 0.0 < slope_window <= 1.0:
             raise ValueError(f"slope_window must be in (0, 1], got {slope_window}")
+        horizons = list(horizons or [])
+        if any(h < 1 for h in horizons) or len(set(horizons)) != len(horizons):
+            raise ValueError(f"horizons must be distinct iteration counts >= 1, got {horizons}")
         self.automatic_optimization = False
         self.problem, self.algorithm = problem, algorithm
         self.replicates, self.init = replicates, init
         self.per_decade, self.slope_window = log_points_per_decade, slope_window
         self.register_buffer("x", torch.zeros(replicates, problem.dim_x, dtype=torch.float64))
         self.register_buffer("y", torch.zeros(replicates, problem.dim_y, dtype=torch.float64))
+        # The fixed-horizon study: one (replicates, dim) slab per horizon, its own algorithm copy.
+        self.horizons = sorted(horizons)
+        self.register_buffer("x_horizons", torch.zeros(len(horizons), replicates, problem.dim_x, dtype=torch.float64))
+        self.register_buffer("y_horizons", torch.zeros(len(horizons), replicates, problem.dim_y, dtype=torch.float64))
+        self.horizon_algorithms: dict[int, Any] = {}
+        self.final_gaps: dict[int, torch.Tensor] = {}
         self.started = False
         self.horizon = self.iterations = 0
         self.points: set[int] = set()
@@ -142,7 +163,28 @@ class Minimax(L.LightningModule):
         self.history = ([], [])
         self.iterations = 0
         self.algorithm.reset(self.problem, self.x.clone(), self.y.clone(), self.horizon)
+        self._start_horizons()
         self.started = True
+
+    def _start_horizons(self) -> None:
+        """The extra runs of the fixed-horizon study: horizons below the main run's."""
+        self.horizon_algorithms, self.final_gaps = {}, {}
+        beyond = [h for h in self.horizons if h > self.horizon]
+        if beyond:
+            warnings.warn(f"horizons {beyond} are longer than the run ({self.horizon} iterations): left out",
+                          stacklevel=2)
+        for i, h in enumerate(self.horizons):
+            if h >= self.horizon:
+                continue
+            if self.init == "random":
+                x, y = self.problem.sample((self.replicates,), self.generator)
+            else:
+                x, y = self.x, self.y
+            self.x_horizons[i].copy_(x)
+            self.y_horizons[i].copy_(y)
+            algorithm = copy.deepcopy(self.algorithm)
+            algorithm.reset(self.problem, x.clone(), y.clone(), h)
+            self.horizon_algorithms[i] = algorithm
 
     def on_fit_start(self) -> None:
         if not self.started:
@@ -162,6 +204,14 @@ class Minimax(L.LightningModule):
             x, y = self.algorithm.step(self.problem, self.x, self.y, t, self.generator)
             self.x.copy_(x)
             self.y.copy_(y)
+            for i, algorithm in self.horizon_algorithms.items():
+                h = self.horizons[i]
+                if t < h:
+                    x, y = algorithm.step(self.problem, self.x_horizons[i], self.y_horizons[i], t, self.generator)
+                    self.x_horizons[i].copy_(x)
+                    self.y_horizons[i].copy_(y)
+                    if t + 1 == h:
+                        self.final_gaps[h] = self.problem.gap(x, y)
         self.iterations = t + 1
 
     def training_step(self, batch: torch.Tensor, batch_idx: int) -> None:
@@ -193,3 +243,14 @@ class Minimax(L.LightningModule):
         slope = log_log_slope(*self.history, window=self.slope_window)
         if slope is not None:
             self.log("test/gap_slope", slope, batch_size=1)
+        finals = dict(self.final_gaps)
+        if self.horizon in self.horizons and iterations == self.horizon:
+            finals[self.horizon] = gaps
+        for h in sorted(finals):
+            self.log(f"test/gap_T{h}", finals[h].mean(), batch_size=1)
+            self.log(f"test/gap_std_T{h}", finals[h].std(unbiased=False), batch_size=1)
+        if len(finals) >= 2:
+            ts = sorted(finals)
+            slope = log_log_slope(ts, [float(finals[h].mean()) for h in ts], window=1.0)
+            if slope is not None:
+                self.log("test/horizon_slope", slope, batch_size=1)

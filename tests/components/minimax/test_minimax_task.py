@@ -80,6 +80,8 @@ def test_center_start_and_deterministic_convergence() -> None:
         ({"replicates": 0}, ValueError, "replicates must be >= 1, got 0"),
         ({"init": "corner"}, ValueError, "init must be 'random' or 'center', got 'corner'"),
         ({"slope_window": 0.0}, ValueError, "slope_window must be in (0, 1], got 0.0"),
+        ({"horizons": [10, 0]}, ValueError, "horizons must be distinct iteration counts >= 1, got [10, 0]"),
+        ({"horizons": [10, 10]}, ValueError, "horizons must be distinct iteration counts >= 1, got [10, 10]"),
     ],
 )
 def test_bad_arguments(kwargs: dict, error: type, message: str) -> None:
@@ -87,6 +89,29 @@ def test_bad_arguments(kwargs: dict, error: type, message: str) -> None:
     with pytest.raises(error) as info:
         Minimax(**args)
     assert str(info.value) == message
+
+
+def test_horizons_are_separate_fixed_horizon_runs() -> None:
+    # Without noise and from the center, the run of horizon 30 inside a run of 100 iterations is
+    # exactly a run of 30 iterations on its own: lambda = 30^(-1/4) and its steps, not 100's.
+    game = BilinearGame(4, sigma=0.0, saddle_radius=0.5)
+    task = Minimax(game, PerturbedExtragradient(), init="center", horizons=[100, 10, 30])
+    metrics = fit_and_test(task, 100)
+    alone = fit_and_test(Minimax(game, PerturbedExtragradient(), init="center"), 30)
+    assert metrics["test/gap_T30"] == pytest.approx(alone["test/gap"], rel=1e-12)
+    assert metrics["test/gap_T100"] == metrics["test/gap"]
+    assert sorted(a.horizon for a in task.horizon_algorithms.values()) == [10, 30]
+    gaps = [metrics[f"test/gap_T{t}"] for t in (10, 30, 100)]
+    assert metrics["test/horizon_slope"] == pytest.approx(log_log_slope([10, 30, 100], gaps, window=1.0))
+    assert metrics["test/gap_std_T10"] == 0.0  # one start (the center), no noise: identical replicates
+
+
+def test_horizons_beyond_the_run_are_left_out() -> None:
+    L.seed_everything(0, verbose=False)
+    task = Minimax(BilinearGame(3), StochasticExtragradient(0.1), replicates=2, horizons=[5, 50])
+    with pytest.warns(UserWarning, match=r"^horizons \[50\] are longer than the run \(20 iterations\): left out$"):
+        metrics = fit_and_test(task, 20)
+    assert "test/gap_T5" in metrics and "test/gap_T50" not in metrics and "test/horizon_slope" not in metrics
 
 
 def test_oracle_steps() -> None:
