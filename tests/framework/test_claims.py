@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
+import registry
 from framework.claims import Claim, Outcome, evaluate, load_claims, parse_check, reproduce, table_differences
 from framework.claims.report import headline, summary, table
 from framework.claims.reproduction import TrialResult
@@ -58,8 +59,9 @@ def test_checks(check: str, passed: bool) -> None:
     "check, message",
     [
         ("a.metrics", "'a.metrics' is not allowed in a check (Attribute)"),
+        # builtins, then the registered claim functions (a family may add one), then the accessors
         ("__import__('os')", "unknown function call '__import__('os')'. Functions: abs, min, max, mean, log, sqrt, "
-                             "len, data_constrained_r2, loglog_slope, non_decreasing, non_increasing, r2, slope, "
+                             f"len, {', '.join(registry.KINDS['claim_functions'].names())}, "
                              "column, param, seed_mean, seed_sd, seed_param"),
         ("aa['test/acc'] > 0", "unknown run 'aa'. Did you mean 'a'?"),
         ("a['test/acc'] > > 1", "invalid check syntax at column 17: invalid syntax"),
