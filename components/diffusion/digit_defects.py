@@ -26,6 +26,9 @@ class DigitDefects(ArrayDataModule):
         val_fraction: See ArrayDataModule.
         test_fraction: See ArrayDataModule.
         split_seed: Seed of the split and of the defects.
+        defect_stream: 0: defects drawn from split_seed alone (the training draws); another value
+            draws them from (defect_stream, split_seed), so that a probe set with the same
+            split_seed as a training run gets defects other than the ones the model trained on.
         num_workers: See ArrayDataModule.
     """
 
@@ -37,6 +40,7 @@ class DigitDefects(ArrayDataModule):
         val_fraction: float = 0.1,
         test_fraction: float = 0.1,
         split_seed: int = 0,
+        defect_stream: int = 0,
         num_workers: int = 0,
     ) -> None:
         super().__init__(batch_size, val_fraction, test_fraction, split_seed, False, num_workers)
@@ -44,7 +48,7 @@ class DigitDefects(ArrayDataModule):
             raise ValueError(f"defect_fraction must be in [0, 1], got {defect_fraction}")
         if copies < 1:
             raise ValueError(f"copies must be >= 1, got {copies}")
-        self.defect_fraction, self.copies = defect_fraction, copies
+        self.defect_fraction, self.copies, self.defect_stream = defect_fraction, copies, defect_stream
 
     def info(self) -> dict[str, int]:
         return {"in_channels": 1}
@@ -53,7 +57,7 @@ class DigitDefects(ArrayDataModule):
         bunch = datasets.load_digits()
         clean = np.tile((np.asarray(bunch.images, dtype=np.float32) / 16.0)[:, None], (self.copies, 1, 1, 1))
         labels = np.tile(np.asarray(bunch.target, dtype=np.int64), self.copies)
-        rng = np.random.default_rng(self.split_seed + 1)
+        rng = np.random.default_rng(self.split_seed + 1 if self.defect_stream == 0 else [self.defect_stream, self.split_seed])
         defective, masks = inject_defects(clean, rng)
         has_defect = rng.random(len(clean)) < self.defect_fraction
         x = np.where(has_defect[:, None, None, None], defective, clean)

@@ -12,7 +12,9 @@ low-quality variant and once with its high-quality variant (components/diffusion
    contrast in either direction (the sign of c at the defect differs between layers of our tiny
    UNet and between training runs, specs/lotts/README.md); "quality_attention" is
    A_low[q_low] + A_high[q_high], the attention the position pays to the quality words under both
-   prompts (each softmax contrasts the quality words with the other keys);
+   prompts (each softmax contrasts the quality words with the other keys); "random" ignores the
+   attention and draws a uniform random heat map (torch's global generator): the negative
+   control, a random mask of the same area and refinement;
    `resolutions` keeps only the listed query lengths (null: all recorded);
 3. each resolution's map is scaled to max 1, upsampled to the latent grid and averaged;
 4. self-attention propagation: heat <- (1 - w) heat + w S heat, with S the self-attention at the
@@ -49,7 +51,7 @@ class QualityContrastLocalizer:
     def __init__(
         self,
         mask_fraction: float = 0.15,
-        contrast: Literal["low_minus_high", "deviation", "quality_attention"] = "low_minus_high",
+        contrast: Literal["low_minus_high", "deviation", "quality_attention", "random"] = "low_minus_high",
         resolutions: list[int] | None = None,
         propagation_weight: float = 0.0,
         propagation_steps: int = 1,
@@ -62,8 +64,9 @@ class QualityContrastLocalizer:
             raise ValueError(f"propagation_weight must be in [0, 1], got {propagation_weight}")
         if propagation_steps < 0 or dilate < 0:
             raise ValueError(f"propagation_steps and dilate must be >= 0, got {propagation_steps} and {dilate}")
-        if contrast not in ("low_minus_high", "deviation", "quality_attention"):
-            raise ValueError(f"contrast must be 'low_minus_high', 'deviation' or 'quality_attention', got '{contrast}'")
+        if contrast not in ("low_minus_high", "deviation", "quality_attention", "random"):
+            raise ValueError(
+                f"contrast must be 'low_minus_high', 'deviation', 'quality_attention' or 'random', got '{contrast}'")
         self.mask_fraction, self.contrast, self.resolutions = mask_fraction, contrast, resolutions
         self.propagation_weight, self.propagation_steps = propagation_weight, propagation_steps
         self.dilate, self.keep_largest = dilate, keep_largest
@@ -79,6 +82,8 @@ class QualityContrastLocalizer:
     ) -> torch.Tensor:
         """Heat (B, 1, H, W) from cross maps {Q: (B, Q, K)} and key weights (B, K)."""
         height, width = grid
+        if self.contrast == "random":
+            return torch.rand(len(weights_low), 1, height, width, device=weights_low.device)
         total = None
         for queries, low in cross_low.items():
             if self.resolutions is not None and queries not in self.resolutions:

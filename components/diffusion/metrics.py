@@ -3,6 +3,8 @@ sampler's dict (components/diffusion/sampling.py).
 
 - `nfe`: mean denoiser evaluations per prompt (outputs["nfe"]);
 - `verifier_score`: mean verifier score of the returned samples (outputs["scores"]);
+- `initial_verifier_score`: mean verifier score of LoTTS's initial samples, before any local
+  resampling (outputs["initial_scores"]): the Best-of-`num_initial` score of the same draws;
 - `outside_mask_change`: max over everything seen of |x_final - x_start| outside the mask
   (outputs["outside_change"]); 0 when the sampler leaves the unmasked region untouched;
 - `mask_iou`: mean IoU of outputs["masks"] against batch["defect_mask"];
@@ -52,6 +54,13 @@ class VerifierScore(_Mean):
 
     higher_is_better = True
     key = "scores"
+
+
+class InitialVerifierScore(_Mean):
+    """Mean verifier score of LoTTS's initial samples (the best of its `num_initial` full samples)."""
+
+    higher_is_better = True
+    key = "initial_scores"
 
 
 class OutsideMaskChange(MaxMetric):

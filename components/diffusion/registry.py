@@ -29,6 +29,7 @@ ENTRIES = {
     "metrics": {
         "nfe": "components.diffusion.metrics:NFE",
         "verifier_score": "components.diffusion.metrics:VerifierScore",
+        "initial_verifier_score": "components.diffusion.metrics:InitialVerifierScore",
         "outside_mask_change": "components.diffusion.metrics:OutsideMaskChange",
         "mask_iou": "components.diffusion.metrics:MaskIoU",
         "random_mask_iou": "components.diffusion.metrics:RandomMaskIoU",
@@ -49,4 +50,5 @@ ENTRIES = {
         "pixel_contrast": "components.diffusion.verifiers:PixelContrast",
     },
     "localizers": {"quality_contrast": "components.diffusion.localize:QualityContrastLocalizer"},
+    "claim_functions": {"min_margin": "components.diffusion.claims:min_margin"},
 }

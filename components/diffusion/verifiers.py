@@ -19,6 +19,10 @@ from torch import nn
 
 from components.diffusion.tiny import inject_defects, parse_prompt
 
+# Trained tiny verifier networks of this process, by (hidden, steps, noise, seed): training is
+# deterministic in these (about 7 CPU-s on one thread), so the stages of one run share one.
+_TRAINED: dict[tuple[int, int, float, int], nn.Module] = {}
+
 
 class TinyDigitVerifier:
     """Learned tiny verifier: score = P(class = prompt | x) - defect_weight * P(defect | x).
@@ -37,9 +41,16 @@ class TinyDigitVerifier:
             raise ValueError(f"hidden and steps must be >= 1, got {hidden} and {steps}")
         if noise < 0:
             raise ValueError(f"noise must be >= 0, got {noise}")
+        self.defect_weight = defect_weight
+        key = (hidden, steps, float(noise), seed)
+        if key not in _TRAINED:
+            _TRAINED[key] = self._train(hidden, steps, noise, seed)
+        self.net = _TRAINED[key]
+
+    @staticmethod
+    def _train(hidden: int, steps: int, noise: float, seed: int) -> nn.Module:
         from sklearn import datasets
 
-        self.defect_weight = defect_weight
         bunch = datasets.load_digits()
         clean = (np.asarray(bunch.images, dtype=np.float32) / 16.0)[:, None]
         defective, _ = inject_defects(clean, np.random.default_rng(seed + 7))
@@ -52,15 +63,15 @@ class TinyDigitVerifier:
         d = torch.cat([torch.zeros(len(clean)), torch.ones(len(clean))]).repeat(2)
         with torch.random.fork_rng(), torch.inference_mode(False), torch.enable_grad():
             torch.manual_seed(seed)
-            self.net = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 11))
-            opt = torch.optim.Adam(self.net.parameters(), lr=3e-3)
+            net = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 11))
+            opt = torch.optim.Adam(net.parameters(), lr=3e-3)
             for _ in range(steps):
-                out = self.net(x)
+                out = net(x)
                 loss = nn.functional.cross_entropy(out[:, :10], y) + nn.functional.binary_cross_entropy_with_logits(out[:, 10], d)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-        self.net.eval().requires_grad_(False)
+        return net.eval().requires_grad_(False)
 
     def parts(self, images: torch.Tensor, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """(P(prompted class), P(defect)) per image."""

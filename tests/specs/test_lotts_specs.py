@@ -22,7 +22,7 @@ def test_tiny_lotts_logs_grids_and_masks(tracked: str, upstream_cache: Path, mon
     logged = {a.path for a in client.list_artifacts(result.run_id, "samples")}
     assert logged == {f"samples/test_batch0_{k}.png" for k in ("initial_images", "images", "masks")}
     assert result.metrics["test/outside_mask_change"] == 0.0
-    assert result.metrics["test/nfe"] == 2 * 20 + 2 + 4 * 12
+    assert result.metrics["test/nfe"] == 2 * 20 + 2 + 4 * 6
 
 
 def test_sdxl_without_weights_stops_at_start(tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

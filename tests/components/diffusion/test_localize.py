@@ -31,6 +31,14 @@ def test_localizer_finds_the_contrast_spot():
     assert torch.equal(mask[0, 0], grid)
 
 
+def test_random_contrast_ignores_the_attention_but_keeps_the_area():
+    low, high, w, grid = _maps()
+    torch.manual_seed(0)
+    mask, _ = QualityContrastLocalizer(mask_fraction=4 / 64, contrast="random")(low, high, w, w, {}, (8, 8))
+    assert mask.shape == (4, 1, 8, 8) and mask.flatten(1).sum(1).tolist() == [4.0] * 4
+    assert not all(torch.equal(m[0], grid) for m in mask)
+
+
 def test_localizer_upsamples_coarse_resolutions_and_dilates():
     low, high, w, grid = _maps(side=4, spot=(1, 1))
     mask, _ = QualityContrastLocalizer(mask_fraction=1 / 64, dilate=1)(low, high, w, w, {}, (8, 8))
