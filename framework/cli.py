@@ -49,9 +49,27 @@ def _validate_claims(path: Path) -> None:
     load_claims(path.parent)
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
+def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, trials: bool = False) -> None:
+    """Validate a spec (with overrides; every sweep trial too with `trials`) against the committed
+    schema: no torch import, so `exp run` and `exp sweep` answer a mistake in well under a second
+    instead of after the seconds torch takes to import (a component missing from the committed
+    schema is read live, importing it). Raises SpecError."""
     from framework.loader import load_spec
     from framework.plan import expand_sweep, validate_plan
+    from framework.schema import CommittedSchemas
+
+    schemas = schemas or CommittedSchemas(live_fallback=True)
+    loaded = load_spec(path, overrides)
+    validate_plan(loaded, schemas)
+    for trial in expand_sweep(loaded) if trials else []:  # every trial of a sweep is a spec too
+        try:
+            validate_plan(load_spec(path, [*overrides, *trial.overrides]), schemas)
+        except SpecError as error:
+            raise SpecError([Problem(p.mark, p.path, f"{p.message} [trial {trial.name}]")
+                             for p in error.problems]) from None
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
     from framework.schema import CommittedSchemas
 
     files = spec_files(args.paths)
@@ -67,14 +85,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 if not args.quiet:
                     print(f"ok  {path}")
                 continue
-            loaded = load_spec(path)
-            validate_plan(loaded, schemas)
-            for trial in expand_sweep(loaded):  # every trial of a sweep is a spec too
-                try:
-                    validate_plan(load_spec(path, trial.overrides), schemas)
-                except SpecError as error:
-                    raise SpecError([Problem(p.mark, p.path, f"{p.message} [trial {trial.name}]")
-                                     for p in error.problems]) from None
+            check_spec(path, [], schemas, trials=True)
         except SpecError as error:
             failed += 1
             print(error, file=sys.stderr)
@@ -116,6 +127,7 @@ def _print_result(result: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    check_spec(args.spec, args.overrides)  # before torch is imported
     from framework.runner import run
 
     _print_result(run(args.spec, args.overrides))
@@ -123,6 +135,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    check_spec(args.spec, args.overrides, trials=True)  # before torch is imported
     from framework.sweep import run_sweep
 
     result = run_sweep(args.spec, args.overrides, jobs=args.jobs, fail_fast=args.fail_fast)

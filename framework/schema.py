@@ -332,11 +332,15 @@ class CommittedSchemas:
     components are not in that file; their schemas come from their live signatures (which imports
     the plugin's module, and whatever it imports)."""
 
-    def __init__(self, path: pathlib.Path = SCHEMA_PATH) -> None:
+    def __init__(self, path: pathlib.Path = SCHEMA_PATH, live_fallback: bool = False) -> None:
+        """`live_fallback`: an entry missing from the file (added since `exp schema` last ran) is
+        read from its live signature instead of being an error (`exp run` does this; `exp
+        validate` says to run `exp schema`, since an editor reads the file)."""
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing; run `exp schema` to write it")
         self.defs: dict[str, Any] = json.loads(path.read_text())["$defs"]
         self._live = LiveSchemas()
+        self.live_fallback = live_fallback
 
     def names(self, kind: str) -> list[str]:
         return registry.KINDS[kind].names()
@@ -345,7 +349,7 @@ class CommittedSchemas:
         key = f"{kind}.{name}"
         if key not in self.defs:
             registry.KINDS[kind].target(name)  # raises UnknownComponent with close matches
-            if is_plugin(kind, name):
+            if is_plugin(kind, name) or self.live_fallback:
                 return self._live.component(kind, name)
             raise LookupError(
                 f"{registry.KINDS[kind].noun} '{name}' is registered but missing from "

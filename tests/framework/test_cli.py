@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,31 @@ def test_show_spells_term_paths_by_name(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "    cvm: {type: cvm_dependence, weight: 3.0, regularization: 0.02, 'on': logit, standardize: true}\n" in out
     assert "    ce: {type: cross_entropy, weight: 1.0, label_smoothing: 0.0}\n" in out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [(["run", "specs/cvm_fairness/tiny.yaml", "optimizer.lrr=0.1"],
+      "optimizer.lrr: adam has no argument 'lrr'. Did you mean 'lr'?"),
+     (["sweep", "specs/cvm_fairness/sweep_lambda.yaml", "trainer.max_stepz=5"],
+      "trainer.max_stepz: section 'trainer' has no key 'max_stepz'. Did you mean 'max_steps'?"),
+     (["sweep", "specs/cvm_fairness/sweep_lambda.yaml", "model.hiden=[8]"],
+      "model.hiden: mlp has no argument 'hiden'. Did you mean 'hidden'?")],
+    ids=["run", "sweep-section", "sweep-component"],
+)
+def test_run_and_sweep_report_spec_errors_before_importing_torch(args: list[str], message: str, tmp_path: Path) -> None:
+    """A mistake in a spec or override is answered from the committed schema, as `exp validate`
+    does, before the seconds torch takes to import (it used to come after them)."""
+    code = (
+        "import sys\nfrom framework.cli import main\n"
+        f"rc = main({args!r})\n"
+        "heavy = sorted(m for m in ('torch', 'lightning', 'mlflow') if m in sys.modules)\n"
+        "print('heavy:', heavy)\nsys.exit(rc)\n"
+    )
+    # a store of its own, should the check ever let a run start
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+           "EXPSPEC_RUNS_DIR": str(tmp_path / "runs"), "EXPSPEC_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert message in out.stderr
+    assert out.stdout.splitlines()[-1] == "heavy: []"
