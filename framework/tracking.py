@@ -42,10 +42,38 @@ def tracking_uri(uri: str | None = None) -> str:
 
 
 def client(uri: str | None = None) -> MlflowClient:
-    """An MLflow client of the store `tracking_uri(uri)` names."""
+    """An MLflow client of the store `tracking_uri(uri)` names, the store created and migrated."""
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(tracking_uri=tracking_uri(uri))
+    resolved = tracking_uri(uri)
+    prepare_store(resolved)
+    return MlflowClient(tracking_uri=resolved)
+
+
+_PREPARED: set[str] = set()
+
+
+def prepare_store(uri: str) -> None:
+    """Create and migrate a sqlite store once, under an exclusive lock on `<file>.lock`: MLflow
+    creates its tables and runs its alembic migrations on first use, and processes that start at
+    once on a store that does not exist yet race in them (`table _alembic_tmp_latest_metrics
+    already exists`), leaving it half-migrated. With the lock one process migrates and the others
+    find it ready. A server URI needs nothing: the server owns its database."""
+    if uri in _PREPARED or not uri.startswith("sqlite:///"):
+        return
+    import fcntl
+
+    from mlflow.tracking import MlflowClient
+
+    path = Path(uri.removeprefix("sqlite:///"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            MlflowClient(tracking_uri=uri).search_experiments(max_results=1)  # creates, migrates
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    _PREPARED.add(uri)
 
 
 def experiment_id(mlflow_client: MlflowClient, name: str) -> str:

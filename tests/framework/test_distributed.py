@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,3 +56,19 @@ def test_four_parallel_runs_into_one_sqlite_store(tracked: str) -> None:
         assert "test/accuracy" in run.data.metrics and "optimizer.lr" in run.data.params
         assert len(client.get_metric_history(run.info.run_id, "train/loss")) == 6
         assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["resolved_spec.yaml"]
+
+
+def test_four_first_runs_on_a_store_that_does_not_exist_yet(tracked: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four `exp run` started at once on a fresh sqlite store: one creates and migrates it under a
+    lock, the others wait and find it ready (without the lock MLflow's migrations race and leave
+    the store half-migrated)."""
+    store = f"sqlite:///{tmp_path / 'fresh' / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    names = [f"first-{i}" for i in range(4)]
+    processes = [_exp(["run", TINY, f"name={name}", f"seed={i}", *SHORT]) for i, name in enumerate(names)]
+    outputs = [p.communicate(timeout=600)[0] for p in processes]
+    assert [p.returncode for p in processes] == [0] * 4, "\n".join(outputs)
+    client = MlflowClient(store)
+    runs = {r.data.tags["mlflow.runName"]: r for r in _runs(client, "cvm_fairness")}
+    assert sorted(runs) == names and all(r.info.status == "FINISHED" for r in runs.values())
