@@ -171,8 +171,9 @@ def _kind(name: str) -> str:
     for kind, reg in registry.KINDS.items():
         if name in (kind, reg.noun):
             return kind
-    choices = ", ".join(registry.KINDS)
-    raise SystemExit(f"error: unknown kind '{name}'. Kinds: {choices}")
+    hint = registry.did_you_mean(name, registry.KINDS, otherwise=f" Kinds: {', '.join(registry.KINDS)}.")
+    print(f"error: unknown kind '{name}'.{hint}", file=sys.stderr)
+    raise SystemExit(EXIT_SPEC)  # a wrong name is a mistake in what was asked, as in `exp explain`
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -137,3 +137,19 @@ def test_run_and_sweep_report_spec_errors_before_importing_torch(args: list[str]
     assert out.returncode == 2, out.stdout + out.stderr
     assert message in out.stderr
     assert out.stdout.splitlines()[-1] == "heavy: []"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [(["list", "lossess"], "error: unknown kind 'lossess'. Did you mean 'losses'?"),
+     (["list", "zzz"], "error: unknown kind 'zzz'. Kinds: models, data, losses,"),
+     (["explain", "mpl"], "error: no component named 'mpl'. Did you mean 'mlp'?")],
+)
+def test_unknown_names_exit_2_with_a_hint(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same kind of mistake (a name that is not there) gets the same exit code, 2."""
+    try:
+        code = main(args)
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == 2
+    assert message in capsys.readouterr().err
