@@ -347,5 +347,21 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
 
 
+def entry() -> None:
+    """The `exp` console script: `main`, then exit without the interpreter's tear-down collection.
+
+    Once a command has finished (MLflow run ended, files written, output flushed at exit as
+    usual), collecting the large object graph torch and Lightning leave behind took ~2 s of
+    every `exp run` (measured: last output to process exit 2.0 s -> 0.18 s on the tiny cvm spec).
+    `gc.freeze()` moves every object to the permanent generation, so the final collections skip
+    them; nothing is left unwritten, since nothing of ours relies on a finalizer. Only here, not in
+    `main`, so that tests calling `main` in-process keep collecting normally."""
+    import gc
+
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
