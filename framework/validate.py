@@ -355,6 +355,9 @@ class _Checker:
         if loc and loc[0] in NODE_SECTIONS:
             return  # component nodes are reported by `node()`, with their own messages
         error_type = error["type"]
+        if len(loc) > 1 and str(loc[0]) not in _SECTIONS:
+            self.nested_error(error, data, seen)  # init, sweep, phases: typed, nested deeper
+            return
         owner_cls = _SECTIONS.get(str(loc[0])) if len(loc) > 1 else Spec
         field_path: Path = loc[:2] if owner_cls is not Spec else loc[:1]
         if field_path in seen:
@@ -385,6 +388,40 @@ class _Checker:
                 if error_type == "value_error":  # a model validator's own message says it all
                     message = error["msg"].removeprefix("Value error, ")
             self.problem(field_path, message)
+
+
+    def nested_error(self, error: Any, data: dict[str, Any], seen: set[Path]) -> None:
+        """An error inside a typed section that nests (`init.stage`, `sweep.grid`, `phases.1`):
+        reported at the deepest part of its location that the spec has (pydantic adds the names
+        of union members and validators to a location; they are not keys)."""
+        loc = tuple(error["loc"])
+        path: Path = ()
+        for part in loc:
+            node = _get(data, path)
+            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int):
+                path = (*path, part)
+            elif error["type"] in ("extra_forbidden", "missing") and isinstance(node, dict) and part == loc[-1]:
+                path = (*path, part)
+        if path in seen:
+            return
+        seen.add(path)
+        value, key = _get(data, path), path[-1]
+        if error["type"] == "extra_forbidden":
+            owner = _schema_at(path[:-1])
+            valid = [k for m in [owner, *owner.get("anyOf", [])] for k in m.get("properties", {})]
+            self.problem(path, _unknown_key(f"'{format_path(path[:-1])}'", str(key), valid), at_key=True)
+        elif error["type"] == "missing":
+            self.problem(path[:-1], f"'{format_path(path[:-1])}' is missing required key '{key}'", at_key=True)
+        elif error["type"] == "value_error":  # a model validator's own message says it all
+            self.problem(path, error["msg"].removeprefix("Value error, "))
+        else:
+            schema = _schema_at(path)
+            accepts = describe(schema) if schema else error["msg"].lower()
+            message = f"expected {accepts}, got {_got(value)}"
+            match = _close(value, [str(v) for v in schema.get("enum", [])]) if isinstance(value, str) else None
+            if error["type"] in _CONSTRAINTS:
+                message = f"{_constraint(error['type'], error.get('ctx') or {}, error['msg'])}, got {_got(value)}"
+            self.problem(path, message + (f". Did you mean '{match}'?" if match else ""))
 
 
 _CONSTRAINTS = {
@@ -423,6 +460,37 @@ def _field_schema(path: Path) -> dict[str, Any]:
         return schema["properties"].get(str(path[0]), {})
     section = _SECTIONS[str(path[0])].__name__
     return schema["$defs"][section]["properties"].get(str(path[1]), {})
+
+
+def _schema_at(path: Path) -> dict[str, Any]:
+    """The JSON Schema of the spec at `path` ($refs followed; in a union, the member that has the
+    next key), or {} where it cannot be told."""
+    global _SPEC_SCHEMA
+    if _SPEC_SCHEMA is None:
+        _SPEC_SCHEMA = Spec.model_json_schema()
+    defs = _SPEC_SCHEMA.get("$defs", {})
+
+    def resolve(schema: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in schema:
+            schema = defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
+        return schema
+
+    schema = _SPEC_SCHEMA
+    for part in path:
+        schema = resolve(schema)
+        members = [resolve(m) for m in schema.get("anyOf", [schema])]
+        if isinstance(part, int):
+            found = next((m["items"] for m in members if "items" in m), None)
+        else:
+            found = next((m["properties"][part] for m in members if part in m.get("properties", {})), None)
+            found = found or next((m["additionalProperties"] for m in members
+                                   if isinstance(m.get("additionalProperties"), dict)), None)
+        if found is None:
+            return {}
+        schema = found
+    schema = resolve(schema)
+    members = [resolve(m) for m in schema.get("anyOf", [])]
+    return {"anyOf": members} if members else schema
 
 
 def node_ref(schema: dict[str, Any]) -> tuple[str, str] | None:

@@ -310,3 +310,34 @@ def test_node_shapes_read_from_schemas() -> None:
 
     shapes = [node_ref(type_schema(a)) for a in (Loss, list[Metric], WeightedLosses, WeightedLosses | None, float)]
     assert shapes == [("losses", "node"), ("metrics", "list"), ("losses", "terms"), ("losses", "terms"), None]
+
+
+TINY = Path(__file__).resolve().parents[2] / "specs/cvm_fairness/tiny.yaml"
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("phases: [fit, tset]", "b.yaml:2:15: phases.1: expected one of 'fit', 'test', 'predict', got string 'tset'. "
+                                "Did you mean 'test'?"),
+        ("init: {stage: 5}", "b.yaml:2:15: init.stage: expected a string or null, got integer 5"),
+        ("init: {stag: x}", "b.yaml:2:8: init.stag: 'init' has no key 'stag'. Did you mean 'stage'?"),
+        ("sweep: {grid: {seed: 3}}", "b.yaml:2:22: sweep.grid.seed: expected a list, got integer 3"),
+        ("sweep: {seeds: 3}", "b.yaml:2:16: sweep.seeds: expected a list of (an integer), got integer 3"),
+        ("sweep: {grdi: {seed: [1]}}", "b.yaml:2:9: sweep.grdi: 'sweep' has no key 'grdi'. Did you mean 'grid'?"),
+        ("sweep: {random: {count: 0, params: {}}}", "b.yaml:2:25: sweep.random.count: must be >= 1, got integer 0"),
+        ("sweep: {random: {count: 2, params: {lr: {distribution: gauss}}}}",
+         "b.yaml:2:56: sweep.random.params.lr.distribution: expected one of 'uniform', 'log_uniform', "
+         "'int_uniform', 'choice', got string 'gauss'"),
+        ("sweep: {zip: {a: [1], b: [1, 2]}}", "b.yaml:2:8: sweep: zip lists must have equal lengths, got [1, 2]"),
+    ],
+    ids=["phase", "init-type", "init-key", "grid-not-list", "seeds-not-list", "sweep-key", "count", "distribution", "zip"],
+)
+def test_nested_section_errors_are_located(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, message: str) -> None:
+    """Mistakes inside the nested sections (phases, init, sweep) are located messages, not the
+    internal KeyError they used to be."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "b.yaml").write_text(f"extends: {TINY}\n{line}\n")
+    with pytest.raises(SpecError) as error:
+        validate(load_spec(tmp_path / "b.yaml"), CommittedSchemas())
+    assert [str(p) for p in error.value.problems] == [message]
