@@ -160,7 +160,6 @@ def _kinds_and_controls(claims: ClaimsFile, loaded: Loaded) -> list[Problem]:
         problems.append(Problem(loaded.key_mark(("claims",)), ("claims",),
                                 "no claim is `kind: headline`; mark the paper's main result at tiny scale "
                                 "(or, when it did not reproduce, its deviation `headline: true`)"))
-    aliases = set(claims.runs)
     for i, claim in enumerate(claims.claims):
         if claim.headline and claim.kind != "deviation":
             problems.append(Problem(loaded.key_mark(("claims", i, "headline")), ("claims", i, "headline"),
