@@ -58,7 +58,7 @@ class EpochShuffle(Sampler[int]):
         return self.size
 
 
-def _keep_batch(batch: Any) -> Any:
+def keep_batch(batch: Any) -> Any:
     """Collate for `__getitems__`: the dataset already returned the batch."""
     return batch
 
@@ -183,7 +183,7 @@ class ArrayDataModule(L.LightningDataModule):
             batch_size=self.batch_size,
             sampler=sampler,
             num_workers=self.num_workers,
-            collate_fn=_keep_batch,
+            collate_fn=keep_batch,
             persistent_workers=self.num_workers > 0,
         )
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from components.data.base import Arrays, ArrayDataModule, EpochShuffle, TensorDictDataset, _keep_batch
+from components.data.base import Arrays, ArrayDataModule, EpochShuffle, TensorDictDataset, keep_batch
 
 
 def _find_root(root: str | None, env: str, defaults: list[str], required: list[str], what: str, how: str) -> Path:
@@ -164,7 +164,7 @@ class CIFAR(ArrayDataModule):
             return super().train_dataloader()
         dataset = _Augmented(self.split("train"), pad=4)
         return DataLoader(dataset, batch_size=self.batch_size, sampler=EpochShuffle(len(dataset), torch.initial_seed()),
-                          num_workers=self.num_workers, collate_fn=_keep_batch, persistent_workers=self.num_workers > 0)
+                          num_workers=self.num_workers, collate_fn=keep_batch, persistent_workers=self.num_workers > 0)
 
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)

@@ -30,7 +30,7 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, IterableDataset, Sampler
 
-from components.data.base import TensorDictDataset, _keep_batch
+from components.data.base import TensorDictDataset, keep_batch
 from components.kinds import Kind
 
 Data = Annotated[Any, Kind("data")]
@@ -215,11 +215,11 @@ class ActivationBuffer(L.LightningDataModule):
             return DataLoader(stream, batch_size=None)
         buffer = self._scaled(self.train_buffer().float()).to(self.dtype)
         return DataLoader(TensorDictDataset({"x": buffer}), batch_size=self.batch_size,
-                          sampler=ReplaySampler(len(buffer), self.total_samples, seed), collate_fn=_keep_batch)
+                          sampler=ReplaySampler(len(buffer), self.total_samples, seed), collate_fn=keep_batch)
 
     def _eval_loader(self, split: str) -> DataLoader:
         vectors = self._scaled(self._vectors(self.source.split(split)["x"], self.eval_samples, split).float())
-        return DataLoader(TensorDictDataset({"x": vectors}), batch_size=self.batch_size, collate_fn=_keep_batch)
+        return DataLoader(TensorDictDataset({"x": vectors}), batch_size=self.batch_size, collate_fn=keep_batch)
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader("val")
