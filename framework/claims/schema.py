@@ -10,8 +10,9 @@ says `headline: true`. A file has at least one headline: a `headline` claim or s
 Seeds: a headline claim states `over: mean` (the check is on the mean over seeds; the table shows
 each seed's value) or `over: every_seed` (it holds for each seed), and every run it reads is a
 sweep over at least three `seeds`. Where such a run starts from another spec's weights
-(`init: {spec}`), the upstream's seed must follow the trial's (`init.overrides: ['seed=${seed}']`),
-so that the claim holds over seeds of everything random that feeds it.
+(`init: {spec}`), the upstream must follow the trial's seed: loaded for two of the trial's seeds,
+it comes out different (`init.overrides: ['seed=${seed}']`, or any override that depends on the
+seed), so that the claim holds over seeds of everything random that feeds it.
 
 Controls: every claim names a negative control, results on which the same check must be false:
 `control: {text, replace: {alias: other_alias}}` evaluates the check with those runs swapped
@@ -35,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from framework.claims.expressions import parse_check, used_aliases
 from framework.errors import Problem, SpecError
-from framework.loader import Loaded, apply_overrides, load_file
+from framework.loader import Loaded, apply_overrides, load_file, load_spec
 
 CLAIMS_FILE = "claims.yaml"
 DEFAULT_TIER, FULL_TIER = "default", "full"
@@ -206,8 +207,7 @@ def _control_problems(claim: Claim, index: int, runs: dict[str, RunRef], loaded:
 
 def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Problem]:
     """Every run a headline claim reads is a sweep over >= MIN_SEEDS seeds whose upstream specs,
-    if any, follow the trial's seed (upstreams of upstreams too). Read before `${...}` references
-    resolve: resolved, `seed=${seed}` reads `seed=0` and cannot be told from a pinned seed."""
+    if any, follow the trial's seed (upstreams of upstreams too)."""
     problems = []
     aliases = set(claims.runs)
     for i, claim in enumerate(claims.claims):
@@ -216,13 +216,15 @@ def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Pr
         for alias in sorted(used_aliases(parse_check(claim.check, aliases), aliases)):
             ref = claims.runs[alias]
             spec = folder / ref.spec
-            data = _unresolved(spec, ref.overrides)
-            seeds = ((data.get("sweep") or {}).get("seeds")) or []
+            raw = load_file(spec)
+            apply_overrides(raw, list(ref.overrides))
+            seeds = ((raw.data.get("sweep") or {}).get("seeds")) or []
             message = None
             if len(seeds) < MIN_SEEDS:
                 message = (f"headline claim '{claim.name}' reads '{alias}' ({ref.spec}), which is not a sweep over "
                            f">= {MIN_SEEDS} seeds (sweep.seeds: {seeds or 'none'})")
-            elif pinned := _upstream_pinning_seed(spec, data):
+            elif pinned := _upstream_pinning_seed(spec, *(
+                    [*ref.overrides, "sweep=null", f"seed={seed}"] for seed in seeds[:2])):
                 message = (f"headline claim '{claim.name}' reads '{alias}' ({ref.spec}), whose upstream {pinned} keeps "
                            f"one seed; let it follow the trial's: init: {{spec: ..., overrides: ['seed=${{seed}}']}}")
             if message:
@@ -230,31 +232,39 @@ def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Pr
     return problems
 
 
-SEED_FOLLOWS = "seed=${seed}"
-
-
-def _unresolved(spec: Path, overrides: list[str]) -> dict[str, Any]:
-    """A spec's data with its `extends:` merged and overrides applied, references left as written."""
-    raw = load_file(spec)
-    apply_overrides(raw, list(overrides))
-    return raw.data
-
-
-def _upstream_pinning_seed(spec: Path, data: dict[str, Any], seen: frozenset[Path] = frozenset()) -> str | None:
-    """The first upstream spec (`init: {spec}`, top level or in a stage, followed down its own
-    upstreams) whose overrides do not include `seed=${seed}`; None when every one follows."""
+def _inits(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(where, `init` mapping) at the top level and in each stage."""
     stages = data.get("stages") if isinstance(data.get("stages"), dict) else {}
-    inits = [data.get("init"), *((s or {}).get("init") for s in stages.values() if isinstance(s, dict))]
-    for init in inits:
-        if not isinstance(init, dict) or not init.get("spec"):
+    return [("", data.get("init")),
+            *((name, (s or {}).get("init")) for name, s in stages.items() if isinstance(s, dict))]
+
+
+def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str],
+                           seen: frozenset[Path] = frozenset()) -> str | None:
+    """The first upstream spec (`init: {spec}`, top level or in a stage, followed down its own
+    upstreams) that comes out the same for two of the trial's seeds: `spec` loaded with the
+    overrides `first` and `second` (two seeds), references resolved. Any way of following the seed
+    counts (`seed=${seed}`, `data.seed=${seed}`, ...); None when every upstream follows it. A spec
+    that does not load is its own error, reported when it runs."""
+    try:
+        one, two = load_spec(spec, first).data, load_spec(spec, second).data
+    except SpecError:
+        return None
+    for (where, init), (_, other) in zip(_inits(one), _inits(two)):
+        if not isinstance(init, dict) or not init.get("spec") or not isinstance(other, dict):
             continue
         upstream = spec.parent / str(init["spec"])
-        overrides = [str(o).replace(" ", "") for o in init.get("overrides") or []]
-        if SEED_FOLLOWS not in overrides:
-            return str(init["spec"])
         if upstream.resolve() in seen or not upstream.is_file():
-            continue  # a cycle or a missing file is the spec's own error, reported when it runs
-        deeper = _upstream_pinning_seed(upstream, _unresolved(upstream, []), seen | {upstream.resolve()})
+            continue  # a cycle or a missing file is the spec's own error
+        up_first = [str(o) for o in init.get("overrides") or []]
+        up_second = [str(o) for o in other.get("overrides") or []]
+        try:
+            same = load_spec(upstream, up_first).data == load_spec(upstream, up_second).data
+        except SpecError:
+            continue
+        if same:
+            return str(init["spec"])
+        deeper = _upstream_pinning_seed(upstream, up_first, up_second, seen | {upstream.resolve()})
         if deeper:
             return deeper
     return None

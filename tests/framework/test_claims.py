@@ -194,6 +194,8 @@ SPECS = {
     "pinned.yaml": "extends: seeds.yaml\ninit: {spec: tiny.yaml}\n",
     "follows.yaml": "extends: seeds.yaml\ninit: {spec: tiny.yaml, overrides: ['seed=${seed}']}\n",
     "follows_pinned.yaml": "extends: seeds.yaml\ninit: {spec: pinned.yaml, overrides: ['seed=${seed}']}\n",
+    # follows the trial's seed another way than `seed=${seed}`: its data differ for each seed
+    "follows_data_seed.yaml": "extends: seeds.yaml\ninit: {spec: tiny.yaml, overrides: ['data.seed=${seed}']}\n",
 }
 RUNS = "  t: {spec: tiny.yaml}\n  s: {spec: seeds.yaml}\n"
 HEADLINE = """\
@@ -285,9 +287,10 @@ def test_claims_file_rules(tmp_path: Path, claims: str, messages: list[str]) -> 
     assert [p.message for p in info.value.problems] == messages
 
 
-def test_a_headline_over_seeds_whose_upstream_follows_the_seed_loads(tmp_path: Path) -> None:
+@pytest.mark.parametrize("upstream", ["follows.yaml", "follows_data_seed.yaml"])
+def test_a_headline_over_seeds_whose_upstream_follows_the_seed_loads(tmp_path: Path, upstream: str) -> None:
     claims, _ = load_claims(_folder(tmp_path, _headline_on("f"),
-                                    RUNS + "  f: {spec: follows.yaml}\n"))
+                                    RUNS + f"  f: {{spec: {upstream}}}\n"))
     assert [(c.name, c.kind, c.over, c.is_headline) for c in claims.claims] == [("seeds_learn", "headline", "mean", True)]
 
 
