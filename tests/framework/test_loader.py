@@ -10,6 +10,9 @@ from framework.errors import Mark, SpecError
 from framework.loader import apply_overrides, load_file, load_spec, parse_yaml
 
 
+ALLOWED = "is not allowed in a spec (allowed: plain values, or the tags !!str, !!int, !!float, !!bool, !!null, !!seq, !!map)"
+
+
 def _files(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -44,10 +47,8 @@ def test_marks_are_one_based_key_and_value() -> None:
     "text, message",
     [
         ("a: 1\na: 2\n", "x.yaml:2:1: a: duplicate key 'a' (first at line 1)"),
-        ("a: !!python/object:os.system x\n",
-         "x.yaml:1:4: a: cannot read value: could not determine a constructor for the tag "
-         "'tag:yaml.org,2002:python/object:os.system'"),
-        ("a: !!python/name:os.system {}\n", "x.yaml:1:4: a: tag 'tag:yaml.org,2002:python/name:os.system' is not allowed in a spec"),
+        ("a: !!python/object:os.system x\n", f"x.yaml:1:4: a: tag '!!python/object:os.system' {ALLOWED}"),
+        ("a: !!python/name:os.system {}\n", f"x.yaml:1:4: a: tag '!!python/name:os.system' {ALLOWED}"),
         ("base: &b {x: 1}\nc:\n  <<: *b\n", "x.yaml:3:3: c: YAML merge keys ('<<') are not supported; use 'extends:'"),
         ("a: [1, 2\n", "x.yaml:2:1: invalid YAML: did not find expected ',' or ']'"),
         ("1: x\n", "x.yaml:1:1: keys must be strings, got int 1"),
