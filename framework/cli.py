@@ -198,6 +198,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     prefix, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
     kinds = [_kind(prefix)] if prefix else [k for k, r in registry.KINDS.items() if name in r]
+    if prefix and name not in registry.KINDS[kinds[0]]:
+        reg = registry.KINDS[kinds[0]]
+        hint = registry.did_you_mean(name, reg.names(), otherwise=f" Known {registry.plural(reg.noun)}: {', '.join(reg.names())}.")
+        print(f"error: unknown {reg.noun} '{name}'.{hint}", file=sys.stderr)
+        return EXIT_SPEC
     if not kinds:
         every = sorted({n for r in registry.KINDS.values() for n in r.names()})
         hint = registry.did_you_mean(name, every, otherwise=" See `exp list`.")

@@ -230,7 +230,7 @@ class _Checker:
             return value
         name = value.get("type")
         if name is None:
-            self.problem(path, f"a {reg.noun} node needs a 'type' key. Known {reg.noun}s: {', '.join(reg.names())}.", at_key=True)
+            self.problem(path, f"a {reg.noun} node needs a 'type' key. Known {registry.plural(reg.noun)}: {', '.join(reg.names())}.", at_key=True)
             return value
         if not isinstance(name, str):
             self.problem((*path, "type"), f"expected a {reg.noun} name, got {_got(name)}")
