@@ -160,14 +160,16 @@ class _Builder:
         self.open: set[int] = set()
         self.aliased = 0
 
-    def stop(self, node: yaml.Node, path: Path, message: str) -> _Limit:
+    def stop(self, node: yaml.Node, path: Path, message: str, shown: Path | None = None) -> _Limit:
+        """The limit's problem at the nearest key written on `path` (an aliased node's own mark is
+        its anchor's), reported at key path `shown` (default: `path`)."""
         mark = next((self.out.key_marks[path[:end]] for end in range(len(path), 0, -1)
                      if path[:end] in self.out.key_marks), _mark(node, self.out.source))
-        return _Limit(Problem(mark, path, message))
+        return _Limit(Problem(mark, path if shown is None else shown, message))
 
     def build(self, node: yaml.Node, path: Path, via_alias: bool = False) -> Any:
         if len(path) > MAX_DEPTH:
-            raise self.stop(node, _outer(path), _TOO_DEEP)
+            raise self.stop(node, path, _TOO_DEEP, shown=_outer(path))
         if id(node) in self.open:
             raise self.stop(node, path, "this value contains itself (a recursive alias '*' inside its own anchor '&')")
         via_alias = via_alias or id(node) in self.built
@@ -329,6 +331,8 @@ def parse_yaml(text: str, source: str) -> Loaded:
     problem = _text_problem(text, source) or _depth_problem(text, source)
     if problem:
         raise SpecError([problem])
+    if not text.strip():  # libyaml rejects a line of tabs, which holds nothing either
+        return out
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -584,12 +588,12 @@ class _References:
         self.problems: list[Problem] = []
         self.expanded = 0
 
-    def stop(self, path: Path, message: str) -> _Limit:
-        return _Limit(Problem(self.loaded.value_mark(path), path, message))
+    def stop(self, path: Path, message: str, shown: Path | None = None) -> _Limit:
+        return _Limit(Problem(self.loaded.value_mark(path), path if shown is None else shown, message))
 
     def resolve(self, value: Any, path: Path, active: tuple[str, ...], depth: int) -> Any:
         if depth > MAX_DEPTH:
-            raise self.stop(_outer(path), f"{_TOO_DEEP}, references resolved")
+            raise self.stop(path, f"{_TOO_DEEP}, references resolved", shown=_outer(path))
         if active:
             self.expanded += 1
             if self.expanded > MAX_REFERENCE_VALUES:

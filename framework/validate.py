@@ -366,6 +366,8 @@ class _Checker:
     def section_error(self, error: Any, data: dict[str, Any], seen: set[Path]) -> None:
         loc = tuple(error["loc"])
         if loc and loc[0] in NODE_SECTIONS:
+            if data.get(str(loc[0])) is None and len(loc) == 1:  # missing or null: `node()` skips it
+                self.missing_node(str(loc[0]), error["type"] == "missing")
             return  # component nodes are reported by `node()`, with their own messages
         error_type = error["type"]
         if len(loc) > 1 and str(loc[0]) not in _SECTIONS:
@@ -402,6 +404,14 @@ class _Checker:
                     message = error["msg"].removeprefix("Value error, ")
             self.problem(field_path, message)
 
+
+    def missing_node(self, field: str, missing: bool) -> None:
+        """A required node section (`task`) that is missing, or null."""
+        if missing:
+            self.problem((), f"the spec is missing required key '{field}'", at_key=True)
+        else:
+            noun = registry.KINDS[NODE_SECTIONS[field][0]].noun
+            self.problem((field,), f"expected a {noun} node (a mapping with 'type: <{noun}>'), got null")
 
     def nested_error(self, error: Any, data: dict[str, Any], seen: set[Path]) -> None:
         """An error inside a typed section that nests (`init.stage`, `sweep.grid`, `phases.1`):
