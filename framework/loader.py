@@ -42,7 +42,9 @@ file, line and column where it happens, never a crash or a hang):
 - Aliases (`*name`): at most `MAX_ALIAS_VALUES` values (lists, mappings and scalars) per file or
   override may come from expanding aliases, so an alias bomb ("billion laughs") stops early.
 - References (`${a.b}`): at most `MAX_REFERENCE_VALUES` values may come from expanding
-  references, and a string built from references has at most `MAX_REFERENCE_TEXT` characters.
+  references, a string built from references has at most `MAX_REFERENCE_TEXT` characters, and a
+  chain of references (`${a}` whose value is `${b}` ...) is at most `MAX_DEPTH` long.
+- `extends:` reads at most `MAX_EXTENDS` files for one spec (the spec included).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ No timing is asserted.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import random
@@ -353,7 +354,8 @@ def _set(data: Any, path: tuple, value: Any) -> Any:
 
 
 def _dump(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1 << 16, allow_unicode=True)
+    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                     default_flow_style=False, width=1 << 16, allow_unicode=True)
 
 
 def _with(data: Any, path: tuple, text: str) -> tuple[str, int, int]:
@@ -681,7 +683,7 @@ SPEC_MUTATIONS: list[Mutation] = [
 CLAIMS_MUTATIONS: list[Mutation] = [
     m_invalid_byte, m_control, m_utf16, m_empty, m_truncated, m_bigint, m_tag, m_deep, m_alias_bomb, m_recursive,
 ]
-PER_SPEC = 7
+PER_SPEC = 5
 
 
 def m_power(rng: random.Random, src: Source) -> Any:
@@ -693,13 +695,14 @@ def m_power(rng: random.Random, src: Source) -> Any:
     return dumped.encode(), f":{line}:{col}: ", "too large" if "len" not in text else "makes more than", []
 
 
-def sources() -> list[Source]:
+@functools.lru_cache(maxsize=1)
+def sources() -> tuple[Source, ...]:
     found = []
     for path in sorted(SPECS.rglob("*.yaml")):
         if path.name.startswith("_"):
             continue
         found.append(Source(str(path.relative_to(SPECS)), path.read_bytes(), load_file(path).data))
-    return found
+    return tuple(found)
 
 
 def generate(seed: int) -> list[Case]:
@@ -766,3 +769,13 @@ def test_generated_broken_specs(tmp_path: Path) -> None:
     wrong = [line for case in cases for line in check(case, results[case.id])]
     assert not wrong, f"{len(wrong)} of {len(cases)} generated cases:\n" + "\n".join(wrong[:40])
     assert results["<torch imported>"] is False
+
+
+def test_unknown_run_id_is_a_usage_mistake(tracked: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`exp resume`/`exp rerun` of a run the store does not hold: exit 2 like any mistake in what
+    was asked (it was 1, an internal SystemExit)."""
+    from framework.cli import main
+
+    for command in ("resume", "rerun"):
+        assert main([command, "no-such-run"]) == 2
+        assert "error: no run 'no-such-run' in " in capsys.readouterr().err
