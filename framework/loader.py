@@ -632,7 +632,7 @@ class _References:
 
     def format(self, value: str, path: Path, active: tuple[str, ...], depth: int) -> str:
         """A string with references formatted into it, at most MAX_REFERENCE_TEXT characters."""
-        length = len(value)
+        length = len(_REFERENCE.sub("", value))  # the literal text; each reference adds its value's
 
         def piece(match: re.Match[str]) -> str:
             nonlocal length
