@@ -153,8 +153,9 @@ class _Limit(Exception):
 class _Builder:
     """Plain data with marks from a composed node graph, within the limits (module docstring).
 
-    A node met a second time was reached through an alias: every value built under it counts
-    towards MAX_ALIAS_VALUES. A node met again while it is still being built contains itself."""
+    A collection met a second time was reached through an alias: it and every value built under
+    it count towards MAX_ALIAS_VALUES (a scalar alias is one value, and counts too once inside
+    one). A collection met again while it is still being built contains itself."""
 
     def __init__(self, loader: _Loader, out: Loaded, problems: list[Problem]) -> None:
         self.loader, self.out, self.problems = loader, out, problems
@@ -170,21 +171,23 @@ class _Builder:
         return _Limit(Problem(mark, path if shown is None else shown, message))
 
     def build(self, node: yaml.Node, path: Path, via_alias: bool = False) -> Any:
-        if len(path) > MAX_DEPTH:
-            raise self.stop(node, path, _TOO_DEEP, shown=_outer(path))
-        if id(node) in self.open:
-            raise self.stop(node, path, "this value contains itself (a recursive alias '*' inside its own anchor '&')")
-        via_alias = via_alias or id(node) in self.built
+        collection = isinstance(node, (yaml.MappingNode, yaml.SequenceNode))
+        if collection:  # a scalar alias is one value: only a collection can be a bomb, or contain itself
+            if len(path) >= MAX_DEPTH:  # its items would be one level deeper than MAX_DEPTH
+                raise self.stop(node, (*path, 0), _TOO_DEEP, shown=_outer(path))
+            if id(node) in self.open:
+                raise self.stop(node, path, "this value contains itself (a recursive alias '*' inside its own anchor '&')")
+            via_alias = via_alias or id(node) in self.built
         if via_alias:
             self.aliased += 1
             if self.aliased > MAX_ALIAS_VALUES:
                 raise self.stop(node, path, f"aliases ('*name') expand to more than {MAX_ALIAS_VALUES} values "
                                             f"(an alias bomb?); write the values out, or use fewer aliases")
-        self.built.add(id(node))
-        if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        if not collection:
             self.out.value_marks[path] = _mark(node, self.out.source)
             value = self.scalar(node, path)
             return None if value is _UNREADABLE else value
+        self.built.add(id(node))
         self.open.add(id(node))
         try:
             return self.collection(node, path, via_alias)
@@ -225,7 +228,8 @@ class _Builder:
 
     def scalar(self, node: yaml.Node, path: Path) -> Any:
         """A scalar of a plain type (module docstring), or `_UNREADABLE` with a problem recorded."""
-        message = _scalar_problem(node)
+        plain = node.tag in _SCALAR_TAGS and len(node.value) <= 40  # the common case, checked quickly
+        message = None if plain else _scalar_problem(node)
         if message is None:
             try:
                 value = self.loader.construct_object(node, deep=True)
@@ -233,7 +237,7 @@ class _Builder:
                 detail = f": {error.problem}" if isinstance(error, yaml.MarkedYAMLError) and error.problem else ""
                 message = f"cannot read {node.value!r} as {_short_tag(node.tag)}{detail}"
             else:
-                message = _number_problem(node, value)
+                message = _number_problem(node, value) if type(value) in (int, float) else None
                 if message is None:
                     return value
         self.problems.append(Problem(_mark(node, self.out.source), path, message))
@@ -260,10 +264,11 @@ def _scalar_problem(node: yaml.Node) -> str | None:
     """What makes a scalar unreadable before it is converted: its tag, or an integer too long."""
     if node.tag not in _SCALAR_TAGS:
         return _tag_message(node.tag)
-    digits = sum(c.isdigit() for c in node.value)
-    if node.tag == _INT_TAG and digits > 40:  # never converted: Python refuses above 4300 digits
-        return (f"an integer of {digits} digits is out of range: a spec's integers lie between "
-                f"-2**63 and 2**64-1 (64 bits)")
+    if node.tag == _INT_TAG and len(node.value) > 40:  # never converted: Python refuses above 4300 digits
+        digits = sum(c.isdigit() for c in node.value)
+        if digits > 40:
+            return (f"an integer of {digits} digits is out of range: a spec's integers lie between "
+                    f"-2**63 and 2**64-1 (64 bits)")
     return None
 
 
