@@ -70,7 +70,6 @@ _YAML_TAG = "tag:yaml.org,2002:"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _INT_TAG = "tag:yaml.org,2002:int"
-_FLOAT_TAG = "tag:yaml.org,2002:float"
 _SCALAR_TAGS = {f"{_YAML_TAG}{name}" for name in ("str", "int", "float", "bool", "null")}
 
 # The limits of the module docstring.
@@ -318,7 +317,7 @@ def _depth_problem(text: str, source: str) -> Problem | None:
             event = loader.get_event()
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 depth += 1
-                if depth > MAX_DEPTH + 1:  # the root collection is level 0 of a key path
+                if depth > MAX_DEPTH:
                     mark = event.start_mark
                     return Problem(Mark(source, mark.line + 1, mark.column + 1), (), _TOO_DEEP)
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):

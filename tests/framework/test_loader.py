@@ -206,7 +206,7 @@ PAD = "# " + ":" * 2100 + "\n"  # enough level-opening characters that nesting i
         ("a: " + "[" * 64 + "1" + "]" * 64, ["x.yaml:1:1: a: nested deeper than 64 levels of lists and mappings "
                                              "(a spec nests at most 64)"]),
         (PAD + "a: " + "[" * 63 + "1" + "]" * 63, []),
-        (PAD + "a: " + "[" * 65 + "1" + "]" * 65, ["x.yaml:2:68: nested deeper than 64 levels of lists and mappings "
+        (PAD + "a: " + "[" * 64 + "1" + "]" * 64, ["x.yaml:2:67: nested deeper than 64 levels of lists and mappings "
                                                    "(a spec nests at most 64)"]),
         ("a: &x [1]\nb: [" + ", ".join(["*x"] * 5_000) + "]", []),  # each alias: a list and its item
         ("a: &x [1]\nb: [" + ", ".join(["*x"] * 5_001) + "]",
@@ -229,7 +229,7 @@ PAD = "# " + ":" * 2100 + "\n"  # enough level-opening characters that nesting i
                       "other than tab, newline and carriage return"]),
         ("\t\n \t\n", []),
     ],
-    ids=["64 levels", "65 levels", "64 levels read as events", "66 levels read as events", "10000 aliased values",
+    ids=["64 levels", "65 levels", "64 levels read as events", "65 levels read as events", "10000 aliased values",
          "10001 aliased values", "recursive alias", "64-bit integers", "below -2**63", "largest float",
          "float overflow", "!!float x", "plain tags", "!!set", "local tag", "null key", "CRLF", "NEL", "DEL",
          "tabs only"],
