@@ -400,23 +400,23 @@ def _node_arguments(flat: dict[str, Any]) -> list[tuple[tuple, dict[str, Any]]]:
     return found
 
 
-# Each mutation: (rng, source) -> (relative file name suffix, bytes, where-regex tail, says, argv
-# extra) or None when it does not apply to this source. `where` is what follows the file's name.
-Mutation = Callable[[random.Random, Source], "tuple[bytes, str, str, list[str]] | None"]
+# A mutation: (rng, source) -> (the broken file's bytes, what follows the file's name where the
+# output names the place (a regex), a text the message must contain), or None where it does not apply.
+Mutation = Callable[[random.Random, Source], "tuple[bytes, str, str] | None"]
 
 
 def m_invalid_byte(rng: random.Random, src: Source) -> Any:
     at = _ascii_position(rng, src.data)
     byte = rng.choice(INVALID_BYTES)
     line, col = _line_col(src.data, at)
-    return src.data[:at] + byte + src.data[at:], f":{line}:{col}: ", f"byte 0x{byte[0]:02x} is not valid UTF-8", []
+    return src.data[:at] + byte + src.data[at:], f":{line}:{col}: ", f"byte 0x{byte[0]:02x} is not valid UTF-8"
 
 
 def m_control(rng: random.Random, src: Source) -> Any:
     at = _ascii_position(rng, src.data)
     char = chr(rng.choice(CONTROLS))
     line, col = _line_col(src.data, at)
-    return src.data[:at] + char.encode() + src.data[at:], f":{line}:{col}: ", f"character U+{ord(char):04X}", []
+    return src.data[:at] + char.encode() + src.data[at:], f":{line}:{col}: ", f"character U+{ord(char):04X}"
 
 
 def m_byte_flips(rng: random.Random, src: Source) -> Any:
@@ -430,17 +430,17 @@ def m_byte_flips(rng: random.Random, src: Source) -> Any:
     says = "is not valid UTF-8" if data[first] >= 0x80 else f"character U+{data[first]:04X}"
     if any(data[at] >= 0x80 for at in places) and data[first] < 0x80:
         says, col = "is not valid UTF-8", None  # bytes are decoded before characters are checked
-    return bytes(data), f":{line}:{col}: " if col else r":\d+:\d+: ", says, []
+    return bytes(data), f":{line}:{col}: " if col else r":\d+:\d+: ", says
 
 
 def m_utf16(rng: random.Random, src: Source) -> Any:
     encoding = rng.choice(["utf-16", "utf-32"])
-    return src.data.decode().encode(encoding), ":1:1: ", f"the file is {encoding.upper()} text", []
+    return src.data.decode().encode(encoding), ":1:1: ", f"the file is {encoding.upper()} text"
 
 
 def m_empty(rng: random.Random, src: Source) -> Any:
     data = rng.choice([b"", b"\n\n  \n", b"\t \n", b"# " + src.data.split(b"\n")[0] + b"\n# nothing else\n"])
-    return data, ": ", "file is empty (or only whitespace and comments)", []
+    return data, ": ", "file is empty (or only whitespace and comments)"
 
 
 def m_truncated(rng: random.Random, src: Source) -> Any:
@@ -451,7 +451,7 @@ def m_truncated(rng: random.Random, src: Source) -> Any:
         return None
     at = rng.choice(openers)
     closer = min(i for i in (text.find("]", at), text.find("}", at)) if i >= 0)
-    return text[:at + rng.randrange(max(1, closer - at))].encode(), r":\d+:\d+: ", "invalid YAML", []
+    return text[:at + rng.randrange(max(1, closer - at))].encode(), r":\d+:\d+: ", "invalid YAML"
 
 
 def _sentinel_case(rng: random.Random, src: Source, text: str, says: str,
@@ -460,7 +460,7 @@ def _sentinel_case(rng: random.Random, src: Source, text: str, says: str,
     if leaf is None:
         return None
     dumped, line, col = _with(src.flat, leaf, text)
-    return dumped.encode(), f":{line}:{col}: " if located else f":{line}:", says, []
+    return dumped.encode(), f":{line}:{col}: " if located else f":{line}:", says
 
 
 def _is_int(value: Any) -> bool:
@@ -515,7 +515,7 @@ def m_alias_bomb(rng: random.Random, src: Source) -> Any:
 def m_reference_bomb(rng: random.Random, src: Source) -> Any:
     text = _dump(src.flat) + "zz0: [a, a, a, a, a, a, a, a, a, a]\n" + "".join(
         f"zz{i}: [{', '.join([repr('${zz%d}' % (i - 1))] * 10)}]\n" for i in range(1, 8))
-    return text.encode(), r":\d+:\d+: ", "references ('${...}') expand to more than 10000 values", []
+    return text.encode(), r":\d+:\d+: ", "references ('${...}') expand to more than 10000 values"
 
 
 def m_extends_empty(rng: random.Random, src: Source) -> Any:
@@ -526,7 +526,7 @@ def m_extends_empty(rng: random.Random, src: Source) -> Any:
     else:
         text = f"extends: {value}\n" + text
     line = text[:text.index("extends:")].count("\n") + 1
-    return text.encode(), f":{line}:10: ", "expected a file name or a non-empty list of file names", []
+    return text.encode(), f":{line}:10: ", "expected a file name or a non-empty list of file names"
 
 
 def m_null_argument(rng: random.Random, src: Source) -> Any:
@@ -534,12 +534,12 @@ def m_null_argument(rng: random.Random, src: Source) -> Any:
     arguments = [(p, prop) for p, prop in _node_arguments(src.flat) if not _accepts(prop, "null")]
     if "task" in src.flat and "stages" not in src.flat and (not arguments or rng.random() < 0.25):
         dumped, line, col = _with(src.flat, ("task",), "null")
-        return dumped.encode(), f":{line}:{col}: ", "task: expected a task node", []
+        return dumped.encode(), f":{line}:{col}: ", "task: expected a task node"
     if not arguments:
         return None
     path, prop = rng.choice(arguments)
     dumped, line, col = _with(src.flat, path, rng.choice(["null", "", "~"]))
-    return dumped.encode(), f":{line}:", f"{'.'.join(path)}: expected ", []
+    return dumped.encode(), f":{line}:", f"{'.'.join(path)}: expected "
 
 
 def m_integer_as_float(rng: random.Random, src: Source) -> Any:
@@ -549,7 +549,7 @@ def m_integer_as_float(rng: random.Random, src: Source) -> Any:
         return None
     path, _ = rng.choice(arguments)
     dumped, line, col = _with(src.flat, path, rng.choice(["1e100", "1.0e+19", "4.0"]))
-    return dumped.encode(), f":{line}:{col}: ", f"{'.'.join(path)}: expected an integer", []
+    return dumped.encode(), f":{line}:{col}: ", f"{'.'.join(path)}: expected an integer"
 
 
 def m_name(rng: random.Random, src: Source) -> Any:
@@ -557,7 +557,7 @@ def m_name(rng: random.Random, src: Source) -> Any:
         return None
     text = rng.choice(["null", "''", "!!binary aGVsbG8=", "[a]"])
     dumped, line, col = _with(src.flat, ("name",), text)
-    return dumped.encode(), f":{line}:{col}: ", "name: ", []
+    return dumped.encode(), f":{line}:{col}: ", "name: "
 
 
 def m_delete_required(rng: random.Random, src: Source) -> Any:
@@ -574,7 +574,7 @@ def m_delete_required(rng: random.Random, src: Source) -> Any:
         data = copy.deepcopy(src.flat)
         del _get(data, choice[:-1])["type"]
         says = "'type'"  # "needs a 'type' key" or, for a term, "has no 'type'"
-    return _dump(data).encode(), r":\d+:\d+: ", says, []
+    return _dump(data).encode(), r":\d+:\d+: ", says
 
 
 def m_wrong_type(rng: random.Random, src: Source) -> Any:
@@ -591,7 +591,7 @@ def m_wrong_type(rng: random.Random, src: Source) -> Any:
     else:
         text = "not-a-number"
     dumped, line, col = _with(src.flat, leaf, text)
-    return dumped.encode(), r":\d+:\d+: ", "expected", []
+    return dumped.encode(), r":\d+:\d+: ", "expected"
 
 
 def _misspell(rng: random.Random, word: str) -> str:
@@ -634,7 +634,7 @@ def m_misspelled_key(rng: random.Random, src: Source) -> Any:
         new += "q"
     data_parent = {new if k == path[-1] else k: v for k, v in parent.items()}
     data = data_parent if len(path) == 1 else _set(data, path[:-1], data_parent)
-    return _dump(data).encode(), r":\d+:\d+: ", "", []
+    return _dump(data).encode(), r":\d+:\d+: ", ""
 
 
 def m_misspelled_component(rng: random.Random, src: Source) -> Any:
@@ -643,7 +643,7 @@ def m_misspelled_component(rng: random.Random, src: Source) -> Any:
         return None
     path = rng.choice(paths)
     dumped, line, col = _with(src.flat, path, _misspell(rng, _get(src.flat, path)))
-    return dumped.encode(), r":\d+:\d+: ", "unknown ", []
+    return dumped.encode(), r":\d+:\d+: ", "unknown "
 
 
 OVERRIDES = [
@@ -692,7 +692,7 @@ def m_power(rng: random.Random, src: Source) -> Any:
     path = rng.choice(paths)
     text = rng.choice(["10 ** 10 ** 10 > 1", "9 ** 9 ** 9 > 1", "2.0 ** 5000 > 1", "len([0] * 10 ** 7) > 1"])
     dumped, line, col = _with(src.flat, path, repr(text) if "len" not in text else repr(text.replace("len", "mean")))
-    return dumped.encode(), f":{line}:{col}: ", "too large" if "len" not in text else "makes more than", []
+    return dumped.encode(), f":{line}:{col}: ", "too large" if "len" not in text else "makes more than"
 
 
 @functools.lru_cache(maxsize=1)
@@ -721,7 +721,7 @@ def generate(seed: int) -> list[Case]:
             made = mutation(rng, src)
             if made is None:
                 continue
-            data, where, says, _ = made
+            data, where, says = made
             if claims:  # checked in its own copy of the paper folder, as claims.yaml
                 name = f"claims{n}_{k}/{src.rel}"
                 files = {name: data, **{f"claims{n}_{k}/{s.rel}": s.data for s in specs
