@@ -45,6 +45,13 @@ def did_you_mean(word: str, options: Iterable[str], otherwise: str = "") -> str:
     return f" Did you mean '{match[0]}'?" if match else otherwise
 
 
+def plural(noun: str) -> str:
+    """'optimizer' -> 'optimizers', 'loss' -> 'losses', 'analysis' -> 'analyses'."""
+    if noun.endswith("is"):
+        return noun[:-2] + "es"
+    return noun + ("es" if noun.endswith("s") else "s")
+
+
 class UnknownComponent(KeyError):
     """A spec named a component that no table holds."""
 
@@ -57,7 +64,7 @@ class UnknownComponent(KeyError):
         text = f"unknown {self.noun} '{self.name}'."
         if self.matches:
             return f"{text} Did you mean '{self.matches[0]}'?"
-        return f"{text} Known {self.noun}s: {', '.join(self.known)}."
+        return f"{text} Known {plural(self.noun)}: {', '.join(self.known)}."
 
     def __str__(self) -> str:
         return self.message

@@ -11,7 +11,8 @@
     exp explain NAME                      a component's arguments, docstring and source location
     exp schema [--check] [--plugins -o F] write (or check) framework/spec.schema.json
 
-Exit codes: 0 ok, 1 a run or check failed, 2 a spec error.
+Exit codes: 0 ok, 1 a run or check failed, 2 a spec error or another mistake in what was asked
+(an unknown command, option, kind, component name or run id).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from framework.errors import Problem, SpecError
+from framework.errors import Problem, SpecError, UsageError
 
 EXIT_FAILED, EXIT_SPEC = 1, 2
 
@@ -198,6 +199,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     prefix, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
     kinds = [_kind(prefix)] if prefix else [k for k, r in registry.KINDS.items() if name in r]
+    if prefix and name not in registry.KINDS[kinds[0]]:
+        reg = registry.KINDS[kinds[0]]
+        hint = registry.did_you_mean(name, reg.names(), otherwise=f" Known {registry.plural(reg.noun)}: {', '.join(reg.names())}.")
+        print(f"error: unknown {reg.noun} '{name}'.{hint}", file=sys.stderr)
+        return EXIT_SPEC
     if not kinds:
         every = sorted({n for r in registry.KINDS.values() for n in r.names()})
         hint = registry.did_you_mean(name, every, otherwise=" See `exp list`.")
@@ -333,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except SpecError as error:
         print(error, file=sys.stderr)
+        return EXIT_SPEC
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
         return EXIT_SPEC
     except KeyboardInterrupt:
         print("interrupted; the run is marked KILLED", file=sys.stderr)

@@ -52,3 +52,8 @@ class SpecError(ValueError):
         count = len(self.problems)
         head = f"{count} problem{'s' if count != 1 else ''} in spec:"
         return "\n".join([head, *(f"  {p}" for p in self.problems)])
+
+
+class UsageError(Exception):
+    """A mistake in what was asked on the command line, outside any spec (a run id that the store
+    does not hold): `exp` prints `error: <message>` and exits 2, as for a spec error."""

@@ -23,12 +23,38 @@ Rules, in the order they apply:
 
 Every value keeps the mark of where it was written (file:line:col or the override), so that
 validation errors can point at it.
+
+What is read, and the limits on the work a file may ask for (each breach is a SpecError at the
+file, line and column where it happens, never a crash or a hang):
+
+- A spec (or claims) file is a regular file of UTF-8 text, at most `MAX_FILE_BYTES` (a UTF-8
+  byte-order mark is skipped; a UTF-16/32 one, a byte that is not UTF-8, and a control
+  character other than tab, newline and carriage return are errors at their line and column). A
+  file that is empty, or only whitespace and comments, is an error that names the file.
+- Tags: plain YAML types only. A scalar may be tagged `!!str`, `!!int`, `!!float`, `!!bool` or
+  `!!null` (and its text must read as that type: `!!int 'abc'` is an error), a list `!!seq`, a
+  mapping `!!map`; every other tag (`!!binary`, `!!timestamp`, `!!set`, `!!python/...`, local
+  `!tags`) is rejected.
+- Numbers: an integer lies in [-2**63, 2**64 - 1] (64 bits; a longer one is not converted at
+  all); a float literal that overflows a 64-bit float (`1e400`) is an error (`.inf` is infinite).
+- Nesting: at most `MAX_DEPTH` levels of lists and mappings, in a file, an override and the
+  spec after references are resolved. A value that contains itself (`a: &a [*a]`) is an error.
+- Aliases (`*name`): at most `MAX_ALIAS_VALUES` values (lists, mappings and scalars) per file or
+  override may come from expanding aliases, so an alias bomb ("billion laughs") stops early.
+- References (`${a.b}`): at most `MAX_REFERENCE_VALUES` values may come from expanding
+  references, a string built from references has at most `MAX_REFERENCE_TEXT` characters, and a
+  chain of references (`${a}` whose value is `${b}` ...) is at most `MAX_DEPTH` long.
+- `extends:` reads at most `MAX_EXTENDS` files for one spec (the spec included).
 """
 
 from __future__ import annotations
 
 import copy
+import errno
+import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any
@@ -39,8 +65,28 @@ from framework.errors import Mark, Path, Problem, SpecError, format_path
 from registry import did_you_mean
 
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
+_INDEX = re.compile(r"^[0-9]{1,18}$")  # a list index in a key path (ASCII digits: int() reads them)
+_YAML_TAG = "tag:yaml.org,2002:"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_INT_TAG = "tag:yaml.org,2002:int"
+_SCALAR_TAGS = {f"{_YAML_TAG}{name}" for name in ("str", "int", "float", "bool", "null")}
+
+# The limits of the module docstring.
+MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 64
+MAX_ALIAS_VALUES = 10_000
+MAX_REFERENCE_VALUES = 10_000
+MAX_REFERENCE_TEXT = 10_000
+INT_RANGE = (-(1 << 63), (1 << 64) - 1)
+# Characters YAML accepts in a stream (YAML 1.1 "printable"); a lone surrogate is a byte of an
+# override that was not UTF-8.
+_NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# libyaml composes nodes recursively in C (it crashes at ~30,000 levels) and scans deep flow
+# nesting in quadratic time (10,000 levels: 1.6 s). A text with at most this many of the
+# characters that open a level (`[ { - ? :`) cannot nest deeper, and is composed at once;
+# another is first read as events, to stop at the first level deeper than MAX_DEPTH.
+_COMPOSE_SAFE = 2000
 
 
 # libyaml's parser (C) when PyYAML was built with it: the same events and marks as the pure-Python
@@ -92,20 +138,80 @@ def _mark(node: yaml.Node, source: str) -> Mark:
     return Mark(source, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
-def _construct(node: yaml.Node, path: Path, loader: _Loader, out: Loaded, problems: list[Problem]) -> Any:
-    source = out.source
-    out.value_marks[path] = _mark(node, source)
-    if isinstance(node, yaml.MappingNode):
-        if node.tag != _MAP_TAG:
-            problems.append(Problem(_mark(node, source), path, f"tag '{node.tag}' is not allowed in a spec"))
-            return {}
+def _short_tag(tag: str) -> str:
+    return "!!" + tag[len(_YAML_TAG):] if tag.startswith(_YAML_TAG) else tag
+
+
+class _Limit(Exception):
+    """A limit of the module docstring was passed: constructing stops at once."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+
+
+class _Builder:
+    """Plain data with marks from a composed node graph, within the limits (module docstring).
+
+    A collection met a second time was reached through an alias: it and every value built under
+    it count towards MAX_ALIAS_VALUES (a scalar alias is one value, and counts too once inside
+    one). A collection met again while it is still being built contains itself."""
+
+    def __init__(self, loader: _Loader, out: Loaded, problems: list[Problem]) -> None:
+        self.loader, self.out, self.problems = loader, out, problems
+        self.built: set[int] = set()
+        self.open: set[int] = set()
+        self.aliased = 0
+
+    def stop(self, node: yaml.Node, path: Path, message: str, shown: Path | None = None) -> _Limit:
+        """The limit's problem at the nearest key written on `path` (an aliased node's own mark is
+        its anchor's), reported at key path `shown` (default: `path`)."""
+        mark = next((self.out.key_marks[path[:end]] for end in range(len(path), 0, -1)
+                     if path[:end] in self.out.key_marks), _mark(node, self.out.source))
+        return _Limit(Problem(mark, path if shown is None else shown, message))
+
+    def build(self, node: yaml.Node, path: Path, via_alias: bool = False) -> Any:
+        collection = isinstance(node, (yaml.MappingNode, yaml.SequenceNode))
+        if collection:  # a scalar alias is one value: only a collection can be a bomb, or contain itself
+            if len(path) >= MAX_DEPTH:  # its items would be one level deeper than MAX_DEPTH
+                raise self.stop(node, (*path, 0), _TOO_DEEP, shown=_outer(path))
+            if id(node) in self.open:
+                raise self.stop(node, path, "this value contains itself (a recursive alias '*' inside its own anchor '&')")
+            via_alias = via_alias or id(node) in self.built
+        if via_alias:
+            self.aliased += 1
+            if self.aliased > MAX_ALIAS_VALUES:
+                raise self.stop(node, path, f"aliases ('*name') expand to more than {MAX_ALIAS_VALUES} values "
+                                            f"(an alias bomb?); write the values out, or use fewer aliases")
+        if not collection:
+            self.out.value_marks[path] = _mark(node, self.out.source)
+            value = self.scalar(node, path)
+            return None if value is _UNREADABLE else value
+        self.built.add(id(node))
+        self.open.add(id(node))
+        try:
+            return self.collection(node, path, via_alias)
+        finally:
+            self.open.discard(id(node))
+
+    def collection(self, node: yaml.Node, path: Path, via_alias: bool) -> Any:
+        source, out, problems = self.out.source, self.out, self.problems
+        out.value_marks[path] = _mark(node, source)
+        expected = _MAP_TAG if isinstance(node, yaml.MappingNode) else _SEQ_TAG
+        if node.tag != expected:
+            problems.append(Problem(_mark(node, source), path, _tag_message(node.tag)))
+            return {} if expected == _MAP_TAG else []
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i), via_alias) for i, item in enumerate(node.value)]
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 problems.append(Problem(_mark(key_node, source), path,
                                         "YAML merge keys ('<<') are not supported; use 'extends:'"))
                 continue
-            key = _scalar(key_node, path, loader, source, problems)
+            key = self.scalar(key_node, path) if isinstance(key_node, yaml.ScalarNode) else \
+                [] if isinstance(key_node, yaml.SequenceNode) else {}
+            if key is _UNREADABLE:
+                continue
             if not isinstance(key, str):
                 problems.append(Problem(_mark(key_node, source), path,
                                         f"keys must be strings, got {type(key).__name__} {key!r}"))
@@ -116,50 +222,189 @@ def _construct(node: yaml.Node, path: Path, loader: _Loader, out: Loaded, proble
                                         f"duplicate key '{key}' (first at line {first.line})"))
                 continue
             out.key_marks[(*path, key)] = _mark(key_node, source)
-            result[key] = _construct(value_node, (*path, key), loader, out, problems)
+            result[key] = self.build(value_node, (*path, key), via_alias)
         return result
-    if isinstance(node, yaml.SequenceNode):
-        if node.tag != _SEQ_TAG:
-            problems.append(Problem(_mark(node, source), path, f"tag '{node.tag}' is not allowed in a spec"))
-            return []
-        return [_construct(item, (*path, i), loader, out, problems) for i, item in enumerate(node.value)]
-    return _scalar(node, path, loader, source, problems)
+
+    def scalar(self, node: yaml.Node, path: Path) -> Any:
+        """A scalar of a plain type (module docstring), or `_UNREADABLE` with a problem recorded."""
+        plain = node.tag in _SCALAR_TAGS and len(node.value) <= 40  # the common case, checked quickly
+        message = None if plain else _scalar_problem(node)
+        if message is None:
+            try:
+                value = self.loader.construct_object(node, deep=True)
+            except (yaml.YAMLError, ValueError, KeyError) as error:  # !!int 'abc' (ValueError), !!bool maybe (KeyError)
+                detail = f": {error.problem}" if isinstance(error, yaml.MarkedYAMLError) and error.problem else ""
+                message = f"cannot read {node.value!r} as {_short_tag(node.tag)}{detail}"
+            else:
+                message = _number_problem(node, value) if type(value) in (int, float) else None
+                if message is None:
+                    return value
+        self.problems.append(Problem(_mark(node, self.out.source), path, message))
+        return _UNREADABLE
 
 
-def _scalar(node: yaml.Node, path: Path, loader: _Loader, source: str, problems: list[Problem]) -> Any:
-    try:
-        return loader.construct_object(node, deep=True)
-    except yaml.YAMLError as error:
-        problems.append(Problem(_mark(node, source), path, f"cannot read value: {error.problem or error}"))
+# A scalar that could not be read (its problem is recorded); it stands in the data as null.
+_UNREADABLE: Any = object()
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels of lists and mappings (a spec nests at most {MAX_DEPTH})"
+
+
+def _outer(path: Path) -> Path:
+    """The start of a (too) deep key path, to show: up to its first list index, at most 8 keys."""
+    end = next((i for i, part in enumerate(path) if isinstance(part, int)), len(path))
+    return path[:min(max(end, 1), 8)]
+
+
+def _tag_message(tag: str) -> str:
+    return (f"tag '{_short_tag(tag)}' is not allowed in a spec (allowed: plain values, or the tags "
+            "!!str, !!int, !!float, !!bool, !!null, !!seq, !!map)")
+
+
+def _scalar_problem(node: yaml.Node) -> str | None:
+    """What makes a scalar unreadable before it is converted: its tag, or an integer too long."""
+    if node.tag not in _SCALAR_TAGS:
+        return _tag_message(node.tag)
+    if node.tag == _INT_TAG and len(node.value) > 40:  # never converted: Python refuses above 4300 digits
+        digits = sum(c.isdigit() for c in node.value)
+        if digits > 40:
+            return (f"an integer of {digits} digits is out of range: a spec's integers lie between "
+                    f"-2**63 and 2**64-1 (64 bits)")
+    return None
+
+
+def _number_problem(node: yaml.Node, value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool) and not INT_RANGE[0] <= value <= INT_RANGE[1]:
+        return f"integer {value} is out of range: a spec's integers lie between -2**63 and 2**64-1 (64 bits)"
+    if isinstance(value, float) and math.isinf(value) and "inf" not in node.value.lower():
+        return f"number {node.value} is too large for a 64-bit float (at most about 1.8e308)"
+    return None
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based (line, column) of the character at `index` of `text`."""
+    line_start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - line_start + 1
+
+
+def _text_problem(text: str, source: str) -> Problem | None:
+    """A character YAML does not accept, at its line and column."""
+    found = _NOT_PRINTABLE.search(text)
+    if not found:
         return None
+    char = found.group()
+    line, column = _position(text, found.start())
+    if "\udc80" <= char <= "\udcff":  # surrogateescape: a byte of a command-line argument
+        message = f"byte 0x{ord(char) - 0xDC00:02x} is not valid UTF-8"
+    else:
+        hint = " (is the file UTF-16, or not text?)" if char == "\x00" else ""
+        message = (f"character U+{ord(char):04X} ({char!r}) is not allowed{hint}; YAML text has no control "
+                   "characters other than tab, newline and carriage return")
+    return Problem(Mark(source, line, column), (), message)
+
+
+def _invalid_yaml(error: yaml.MarkedYAMLError, source: str) -> Problem:
+    mark = error.problem_mark or error.context_mark
+    where = Mark(source, mark.line + 1, mark.column + 1) if mark else Mark(source)
+    return Problem(where, (), f"invalid YAML: {error.problem or error.context}")
+
+
+def _depth_problem(text: str, source: str) -> Problem | None:
+    """The first place the text nests deeper than MAX_DEPTH, read from events (see _COMPOSE_SAFE)."""
+    if sum(text.count(c) for c in "[{-?:") <= _COMPOSE_SAFE:
+        return None
+    loader, depth = _Loader(text), 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    return Problem(Mark(source, mark.line + 1, mark.column + 1), (), _TOO_DEEP)
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as error:
+        return _invalid_yaml(error, source)
+    finally:
+        loader.dispose()
+    return None
 
 
 def parse_yaml(text: str, source: str) -> Loaded:
-    """Parse one YAML document into data with marks; raise SpecError on any problem."""
+    """Parse one YAML document into data with marks; raise SpecError on any problem (within the
+    limits of the module docstring)."""
     out = Loaded(data=None, source=source)
     problems: list[Problem] = []
+    problem = _text_problem(text, source) or _depth_problem(text, source)
+    if problem:
+        raise SpecError([problem])
+    if not text.strip():  # libyaml rejects a line of tabs, which holds nothing either
+        return out
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = Mark(source, mark.line + 1, mark.column + 1) if mark else Mark(source)
-        raise SpecError([Problem(where, (), f"invalid YAML: {error.problem or error.context}")]) from None
+        raise SpecError([_invalid_yaml(error, source)]) from None
     finally:
         loader.dispose()
     if node is not None:
-        out.data = _construct(node, (), loader, out, problems)
+        try:
+            out.data = _Builder(loader, out, problems).build(node, ())
+        except _Limit as limit:
+            raise SpecError([*problems, limit.problem]) from None
     if problems:
         raise SpecError(problems)
     return out
 
 
-def read_yaml(path: FsPath, source: str | None = None) -> Loaded:
+def _unreadable(path: FsPath) -> str | None:
+    """Why `path` cannot be read as a spec file, or None when it is a regular file."""
     try:
-        text = path.read_text()
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise SpecError([Problem(Mark(str(path)), (), "file not found")]) from None
-    return parse_yaml(text, source or str(path))
+        return "file not found"
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "cannot read the file: it is a symlink loop (too many levels of symbolic links)"
+        return f"cannot read the file: {error.strerror or error}"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a spec file"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file (a spec is a YAML text file)"
+    return None
+
+
+def read_text(path: FsPath, source: str) -> str:
+    """The text of a spec file (module docstring: a regular UTF-8 file, at most MAX_FILE_BYTES)."""
+    reason = _unreadable(path)
+    if reason is None:
+        try:
+            with open(path, "rb") as file:
+                data = file.read(MAX_FILE_BYTES + 1)
+        except OSError as error:
+            reason = f"cannot read the file: {(error.strerror or str(error)).lower()}"
+    if reason:
+        raise SpecError([Problem(Mark(source), (), reason)])
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError([Problem(Mark(source), (), f"file is larger than {MAX_FILE_BYTES} bytes: a spec "
+                                                   "is a short YAML text written by hand (is this a spec?)")])
+    for bom, encoding in ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+                          (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16")):
+        if data.startswith(bom):
+            raise SpecError([Problem(Mark(source, 1, 1), (), f"the file is {encoding} text (it starts with a "
+                                                             f"{encoding} byte-order mark); save it as UTF-8")])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        line = data.count(b"\n", 0, error.start) + 1
+        column = len(data[line_start:error.start].decode("utf-8", "replace")) + 1
+        raise SpecError([Problem(Mark(source, line, column), (), f"byte 0x{data[error.start]:02x} is not valid "
+                                                                 "UTF-8; save the file as UTF-8")]) from None
+
+
+def read_yaml(path: FsPath, source: str | None = None) -> Loaded:
+    source = source or str(path)
+    return parse_yaml(read_text(path, source), source)
 
 
 def _drop_marks(loaded: Loaded, prefix: Path) -> None:
@@ -201,38 +446,63 @@ def _copy_marks(base: Loaded, child: Loaded, path: Path) -> None:
 def _display(path: FsPath) -> str:
     try:
         return str(path.resolve().relative_to(FsPath.cwd()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
         return str(path)
 
 
-def load_file(path: str | FsPath, _stack: tuple[FsPath, ...] = ()) -> Loaded:
-    """Read a spec file and merge its `extends:` chain (see the module docstring)."""
-    path = FsPath(path)
-    resolved = path.resolve()
+def _resolve(path: FsPath) -> FsPath:
+    """The path with symlinks resolved; as given (absolute) for a symlink loop, which reading reports."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
+SPEC_SHAPE = "a spec is a mapping of sections with at least 'name', 'paper' and 'task'"
+# Files read for one spec through `extends:`, the spec included: a chain or a fan-out of bases
+# (`extends: [b, b, b]` in every base) cannot make reading take exponential time.
+MAX_EXTENDS = 64
+
+
+def load_file(path: str | FsPath, shape: str = SPEC_SHAPE) -> Loaded:
+    """Read a spec file and merge its `extends:` chain (see the module docstring). The file holds
+    one mapping (`shape` says of what, in the message of an empty file or another value)."""
+    return _load(FsPath(path), (), [0], shape)
+
+
+def _load(path: FsPath, stack: tuple[FsPath, ...], reads: list[int], shape: str) -> Loaded:
+    reads[0] += 1
     loaded = read_yaml(path, _display(path))
     if loaded.data is None:
-        loaded.data = {}
+        raise SpecError([Problem(Mark(loaded.source), (), f"file is empty (or only whitespace and comments): {shape}")])
     if not isinstance(loaded.data, dict):
-        raise SpecError([Problem(loaded.value_mark(()), (), "a spec must be a mapping of sections")])
-    stack = (*_stack, resolved)
+        raise SpecError([Problem(loaded.value_mark(()), (), f"expected a mapping at the top level, got a "
+                                                            f"{type(loaded.data).__name__}: {shape}")])
+    stack = (*stack, _resolve(path))
     extends = loaded.data.pop("extends", None)
     if extends is None:
         return loaded
     bases = [extends] if isinstance(extends, str) else extends
     mark = loaded.value_mark(("extends",))
-    if not isinstance(bases, list) or not all(isinstance(b, str) for b in bases):
-        raise SpecError([Problem(mark, ("extends",), "expected a file name or a list of file names")])
+    if not isinstance(bases, list) or not bases or not all(isinstance(b, str) and b for b in bases):
+        raise SpecError([Problem(mark, ("extends",), "expected a file name or a non-empty list of file names, "
+                                                     f"got {extends!r}")])
     merged: Loaded | None = None
     for base_name in bases:
         base_path = path.parent / base_name
-        if base_path.resolve() in stack:
-            chain = " -> ".join(_display(p) for p in (*stack, base_path.resolve()))
+        if _resolve(base_path) in stack:
+            chain = " -> ".join(_display(p) for p in (*stack, _resolve(base_path)))
             raise SpecError([Problem(mark, ("extends",), f"extends cycle: {chain}")])
-        if not base_path.is_file():
-            raise SpecError([Problem(mark, ("extends",), f"base spec '{base_name}' not found (looked for {_display(base_path)})")])
-        base = load_file(base_path, stack)
+        reason = _unreadable(base_path)
+        if reason:
+            raise SpecError([Problem(mark, ("extends",), f"base spec '{base_name}' not found (looked for {_display(base_path)})"
+                                     if reason == "file not found" else f"base spec '{base_name}': {reason}")])
+        if reads[0] >= MAX_EXTENDS:
+            raise SpecError([Problem(mark, ("extends",), f"more than {MAX_EXTENDS} files are read through "
+                                                         "'extends:' for this spec; extend fewer bases")])
+        base = _load(base_path, stack, reads, shape)
         merged = base if merged is None else merge_loaded(merged, base)
-    assert merged is not None
+    assert merged is not None  # bases is a non-empty list
     for key in [k for k in loaded.key_marks if k == ("extends",) or k[:1] == ("extends",)]:
         loaded.key_marks.pop(key, None)
         loaded.value_marks.pop(key, None)
@@ -278,7 +548,7 @@ def _set_path(loaded: Loaded, parts: list[str], value: Any, mark: Mark) -> Probl
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         if isinstance(node, list):
-            if not part.lstrip("-").isdigit() or not -len(node) <= int(part) < len(node):
+            if not _INDEX.match(part.removeprefix("-")) or not -len(node) <= int(part) < len(node):
                 return Problem(mark, path, f"index '{part}' is not valid for a list of {len(node)} item(s)")
             key: str | int = int(part) % len(node)
         elif isinstance(node, dict):
@@ -306,7 +576,7 @@ def _lookup(data: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        elif isinstance(node, list) and _INDEX.match(part) and int(part) < len(node):
             node = node[int(part)]
         else:
             keys = list(node) if isinstance(node, dict) else []
@@ -314,44 +584,81 @@ def _lookup(data: Any, dotted: str) -> Any:
     return node
 
 
-def resolve_references(loaded: Loaded) -> None:
-    """Replace `${a.b}` references in place (see the module docstring)."""
-    problems: list[Problem] = []
+class _References:
+    """Resolves `${a.b}` references (module docstring), within the limits: values that come from
+    expanding references (each time a reference is expanded: no sharing), the characters of a
+    string built from them, the nesting of the result and the length of a chain of references."""
 
-    def resolve(value: Any, path: Path, active: tuple[str, ...]) -> Any:
+    def __init__(self, loaded: Loaded) -> None:
+        self.loaded = loaded
+        self.problems: list[Problem] = []
+        self.expanded = 0
+
+    def stop(self, path: Path, message: str, shown: Path | None = None) -> _Limit:
+        return _Limit(Problem(self.loaded.value_mark(path), path if shown is None else shown, message))
+
+    def resolve(self, value: Any, path: Path, active: tuple[str, ...], depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise self.stop(path, f"{_TOO_DEEP}, references resolved", shown=_outer(path))
+        if active:
+            self.expanded += 1
+            if self.expanded > MAX_REFERENCE_VALUES:
+                raise self.stop(path, f"references ('${{...}}') expand to more than {MAX_REFERENCE_VALUES} "
+                                      "values (a reference bomb?); refer to fewer or smaller values")
         if isinstance(value, dict):
-            return {k: resolve(v, (*path, k), active) for k, v in value.items()}
+            return {k: self.resolve(v, (*path, k), active, depth + 1) for k, v in value.items()}
         if isinstance(value, list):
-            return [resolve(v, (*path, i), active) for i, v in enumerate(value)]
+            return [self.resolve(v, (*path, i), active, depth + 1) for i, v in enumerate(value)]
         if not isinstance(value, str) or "${" not in value:
             return value
-        mark = loaded.value_mark(path)
-
-        def target(ref: str) -> Any:
-            ref = ref.strip()
-            if ref in active:
-                chain = " -> ".join((*active, ref))
-                raise ValueError(f"reference cycle: {chain}")
-            try:
-                found = _lookup(loaded.data, ref)
-            except KeyError as error:
-                part, hint = error.args
-                raise ValueError(f"reference '${{{ref}}}' not found: no key '{part}'.{hint}") from None
-            return resolve(found, path, (*active, ref))
-
         try:
             whole = _REFERENCE.fullmatch(value)
             if whole:
-                return copy.deepcopy(target(whole.group(1)))
-            return _REFERENCE.sub(lambda m: str(target(m.group(1))), value)
+                return copy.deepcopy(self.target(whole.group(1), path, active, depth))
+            return self.format(value, path, active, depth)
         except ValueError as error:
-            if not any(p.path == path for p in problems):
-                problems.append(Problem(mark, path, str(error)))
+            if not any(p.path == path for p in self.problems):
+                self.problems.append(Problem(self.loaded.value_mark(path), path, str(error)))
             return value
 
-    loaded.data = resolve(loaded.data, (), ())
-    if problems:
-        raise SpecError(problems)
+    def target(self, ref: str, path: Path, active: tuple[str, ...], depth: int) -> Any:
+        ref = ref.strip()
+        if ref in active:
+            raise ValueError(f"reference cycle: {' -> '.join((*active, ref))}")
+        if len(active) >= MAX_DEPTH:
+            raise self.stop(path, f"a chain of more than {MAX_DEPTH} references ('${{a}}' -> '${{b}}' -> ...)")
+        try:
+            found = _lookup(self.loaded.data, ref)
+        except KeyError as error:
+            part, hint = error.args
+            raise ValueError(f"reference '${{{ref}}}' not found: no key '{part}'.{hint}") from None
+        return self.resolve(found, path, (*active, ref), depth)
+
+    def format(self, value: str, path: Path, active: tuple[str, ...], depth: int) -> str:
+        """A string with references formatted into it, at most MAX_REFERENCE_TEXT characters."""
+        length = len(_REFERENCE.sub("", value))  # the literal text; each reference adds its value's
+
+        def piece(match: re.Match[str]) -> str:
+            nonlocal length
+            text = str(self.target(match.group(1), path, active, depth))
+            length += len(text)
+            if length > MAX_REFERENCE_TEXT:
+                raise self.stop(path, f"references ('${{...}}') make a string longer than {MAX_REFERENCE_TEXT} "
+                                      "characters (a reference bomb?)")
+            return text
+
+        return _REFERENCE.sub(piece, value)
+
+
+def resolve_references(loaded: Loaded) -> None:
+    """Replace `${a.b}` references in place (see the module docstring)."""
+    references = _References(loaded)
+    try:
+        loaded.data = references.resolve(loaded.data, (), (), 0)
+    except _Limit as limit:
+        raise SpecError([*references.problems, limit.problem]) from None
+    if references.problems:
+        raise SpecError(references.problems)
 
 
 def load_spec(path: str | FsPath, overrides: list[str] | None = None) -> Loaded:

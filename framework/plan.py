@@ -25,7 +25,7 @@ import yaml
 from framework.errors import Problem, SpecError
 from framework.loader import Loaded, merge_loaded
 from framework.spec import Sweep
-from framework.validate import Schemas, validate
+from framework.validate import Schemas, validate, yaml_type
 
 _STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -72,6 +72,13 @@ def stage_specs(loaded: Loaded) -> list[tuple[str | None, Loaded]]:
         value_marks={p: m for p, m in loaded.value_marks.items() if p[:1] != ("stages",)},
         source=loaded.source,
     )
+    spec_name = data.get("name")
+    if "name" not in data:
+        problems.append(Problem(loaded.key_mark(()), (), "the spec is missing required key 'name'"))
+    elif not isinstance(spec_name, str) or not spec_name:
+        got = "null" if spec_name is None else repr(spec_name) if isinstance(spec_name, str) else yaml_type(spec_name)
+        problems.append(Problem(loaded.value_mark(("name",)), ("name",), "expected a non-empty string (stage runs "
+                                f"are named '<name>/<stage>'), got {got}"))
     out: list[tuple[str | None, Loaded]] = []
     for name, body in stages.items():
         path = ("stages", name)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from framework.errors import Mark, Problem, SpecError
+from framework.errors import Mark, Problem, SpecError, UsageError
 from framework.loader import load_spec
 from framework.plan import Unit, validate_plan
 from framework.schema import LiveSchemas
@@ -340,7 +340,7 @@ def stored_spec(run_id: str, uri: str | None = None) -> tuple[Any, Path]:
     try:
         run_info = mlflow_client.get_run(run_id)
     except Exception as error:
-        raise SystemExit(f"error: no run '{run_id}' in {mlflow_client.tracking_uri}: {error}") from None
+        raise UsageError(f"no run '{run_id}' in {mlflow_client.tracking_uri}: {error}") from None
     path = mlflow_client.download_artifacts(run_id, "resolved_spec.yaml", tempfile.mkdtemp(prefix="expspec-"))
     return run_info, Path(path)
 

@@ -13,6 +13,11 @@ its base's). A term whose value is null is removed: that is how a child spec dro
 defined (`terms: {cvm: null}`), and how an override does (`loss.terms.cvm=null`); at least one
 term must remain.
 
+Null arguments: an argument written empty (`lr:`) or `null` is the value None, never "use the
+default" (delete the key for that). It is kept where the signature accepts None (`Optional`), and
+is otherwise an error "expected <what is valid>, got null", component-node arguments included.
+Integers: an integer argument is written as an integer; `1e100` (a float) is not one.
+
 Old spellings: when a check fails, `OLD_SPELLINGS` is consulted before the generic message. Each
 entry names the check (`terms`: a weighted mapping is not a mapping; `term name`: a term name is
 not lower_snake_case; `argument`: a component has no such argument), says when the failure is an
@@ -225,7 +230,7 @@ class _Checker:
             return value
         name = value.get("type")
         if name is None:
-            self.problem(path, f"a {reg.noun} node needs a 'type' key. Known {reg.noun}s: {', '.join(reg.names())}.", at_key=True)
+            self.problem(path, f"a {reg.noun} node needs a 'type' key. Known {registry.plural(reg.noun)}: {', '.join(reg.names())}.", at_key=True)
             return value
         if not isinstance(name, str):
             self.problem((*path, "type"), f"expected a {reg.noun} name, got {_got(name)}")
@@ -265,7 +270,9 @@ class _Checker:
 
     def argument(self, value: Any, schema: dict[str, Any], path: Path) -> Any:
         nested = node_ref(schema)
-        if nested and value is not None:
+        if nested and value is None:  # not given to jsonschema: the node's $ref is not in `schema`
+            return self.null_argument(schema, path)
+        if nested:
             kind, shape = nested
             if shape == "terms":
                 return self.terms(value, kind, _terms_member(schema), path)
@@ -275,12 +282,18 @@ class _Checker:
                     return value
                 return [self.node(item, kind, (*path, i)) for i, item in enumerate(value)]
             return self.node(value, kind, path)
-        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: len(e.path))
+        errors = sorted(_Validator(schema).iter_errors(value), key=lambda e: len(e.path))
         if errors:
             error = errors[0]
             sub = (*path, *error.path)
-            self.problem(sub, self._value_message(error.instance, error))
+            self.problem(sub, self._value_message(error.instance, error) + _default_hint(error.instance, schema))
         return value
+
+    def null_argument(self, schema: dict[str, Any], path: Path) -> None:
+        """A null argument (module docstring): kept where the signature accepts None."""
+        if not _accepts_null(schema):
+            self.problem(path, f"expected {describe(schema)}, got null{_default_hint(None, schema)}")
+        return None
 
     def terms(self, value: Any, kind: str, schema: dict[str, Any], path: Path) -> Any:
         """A weighted mapping: name -> node with an optional weight (see the module docstring)."""
@@ -353,6 +366,8 @@ class _Checker:
     def section_error(self, error: Any, data: dict[str, Any], seen: set[Path]) -> None:
         loc = tuple(error["loc"])
         if loc and loc[0] in NODE_SECTIONS:
+            if data.get(str(loc[0])) is None and len(loc) == 1:  # missing or null: `node()` skips it
+                self.missing_node(str(loc[0]), error["type"] == "missing")
             return  # component nodes are reported by `node()`, with their own messages
         error_type = error["type"]
         if len(loc) > 1 and str(loc[0]) not in _SECTIONS:
@@ -390,6 +405,14 @@ class _Checker:
             self.problem(field_path, message)
 
 
+    def missing_node(self, field: str, missing: bool) -> None:
+        """A required node section (`task`) that is missing, or null."""
+        if missing:
+            self.problem((), f"the spec is missing required key '{field}'", at_key=True)
+        else:
+            noun = registry.KINDS[NODE_SECTIONS[field][0]].noun
+            self.problem((field,), f"expected a {noun} node (a mapping with 'type: <{noun}>'), got null")
+
     def nested_error(self, error: Any, data: dict[str, Any], seen: set[Path]) -> None:
         """An error inside a typed section that nests (`init.stage`, `sweep.grid`, `phases.1`):
         reported at the deepest part of its location that the spec has (pydantic adds the names
@@ -422,6 +445,27 @@ class _Checker:
             if error["type"] in _CONSTRAINTS:
                 message = f"{_constraint(error['type'], error.get('ctx') or {}, error['msg'])}, got {_got(value)}"
             self.problem(path, message + (f". Did you mean '{match}'?" if match else ""))
+
+
+def _default_hint(value: Any, schema: dict[str, Any]) -> str:
+    """For a null where the signature has a default: how to get the default."""
+    if value is None and "default" in schema:
+        return f" (to use the default {schema['default']!r}, delete the key)"
+    return ""
+
+
+def _accepts_null(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "null" or any(_accepts_null(m) for m in schema.get("anyOf", []))
+
+
+# JSON Schema counts 1e100 (a float with no fraction) as an integer; a spec does not: an integer
+# argument is written as one (as pydantic's strict sections require), or a size of 1e100 would
+# pass validation and fail at run time.
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool)),
+)
 
 
 _CONSTRAINTS = {

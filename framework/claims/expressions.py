@@ -4,11 +4,17 @@ Allowed: numbers and strings; `+ - * / **`; comparisons (chained too); `and or n
 indexing; `alias['metric']` (the run's final metric); calls of the functions in
 `framework.claims.functions.FUNCTIONS` and of the sweep accessors in `ACCESSORS`. Nothing
 else parses: no attribute access, no keyword arguments, no comprehensions, no imports.
+
+Bounded work: a check has at most `MAX_CHECK_CHARS` characters and nests at most
+`MAX_CHECK_DEPTH` levels; `a ** b` is an error when its magnitude passes a 64-bit float's
+(about 1.8e308: `10 ** 10 ** 10` is one, found when the check is validated, since both sides are
+numbers written in it); `list * n` and `'text' * n` make at most `MAX_SEQUENCE` items.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import statistics
 from dataclasses import dataclass, field
@@ -36,9 +42,36 @@ _ALLOWED = (
     ast.NotEq, ast.Constant, ast.Name, ast.Load, ast.Subscript, ast.Call, ast.List, ast.Tuple,
 )
 _UNARY: dict[type, Callable[[Any], Any]] = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos}
+MAX_CHECK_CHARS = 2000
+MAX_CHECK_DEPTH = 64
+MAX_SEQUENCE = 100_000
+
+
+def _power(base: Any, exponent: Any) -> Any:
+    """`base ** exponent`, or a ValueError when its magnitude passes a 64-bit float's."""
+    numbers = all(isinstance(v, (int, float)) for v in (base, exponent))
+    if numbers and abs(base) > 1:
+        try:
+            too_large = math.isinf(math.pow(abs(float(base)), float(exponent))) and not math.isinf(base)
+        except OverflowError:  # also an int exponent or base too large for a float
+            too_large = True
+        if too_large:
+            raise ValueError(f"{base!r} ** {exponent!r} is too large (more than about 1.8e308)")
+    return base ** exponent
+
+
+def _times(left: Any, right: Any) -> Any:
+    """`left * right`, or a ValueError when it would repeat a list or text past MAX_SEQUENCE items."""
+    for sequence, count in ((left, right), (right, left)):
+        if isinstance(sequence, (list, str)) and isinstance(count, int) and len(sequence) * count > MAX_SEQUENCE:
+            raise ValueError(f"repeating a {type(sequence).__name__} of {len(sequence)} {count} times makes more "
+                             f"than {MAX_SEQUENCE} items")
+    return left * right
+
+
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.Pow: operator.pow,
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _times, ast.Div: operator.truediv,
+    ast.Pow: _power,
 }
 _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
@@ -50,11 +83,17 @@ def parse_check(text: str, aliases: set[str]) -> ast.Expression:
     """Parse and vet a check: only the syntax listed in the module docstring, calls of known
     functions by name with positional arguments, and names that are run aliases or functions.
     Raises ValueError naming the first offending part."""
+    if len(text) > MAX_CHECK_CHARS:
+        raise ValueError(f"a check has at most {MAX_CHECK_CHARS} characters, this one {len(text)}")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as error:
         where = f" at column {error.offset}" if error.offset else ""
         raise ValueError(f"invalid check syntax{where}: {error.msg}") from None
+    except (RecursionError, MemoryError):  # Python's parser, on thousands of nested operators
+        raise ValueError(f"a check nests at most {MAX_CHECK_DEPTH} levels") from None
+    if _depth(tree) > MAX_CHECK_DEPTH:
+        raise ValueError(f"a check nests at most {MAX_CHECK_DEPTH} levels (operators, calls, brackets)")
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED):
             raise ValueError(f"'{ast.unparse(node)}' is not allowed in a check ({type(node).__name__})")
@@ -64,7 +103,30 @@ def parse_check(text: str, aliases: set[str]) -> ast.Expression:
         elif isinstance(node, ast.Name) and node.id not in aliases and node.id not in CALLABLE:
             hint = did_you_mean(node.id, sorted(aliases), otherwise=f" Runs: {', '.join(sorted(aliases))}.")
             raise ValueError(f"unknown run '{node.id}'.{hint}")
+    for node in ast.walk(tree):  # a power of numbers written in the check: its size is known now
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.Mult)) and _constant(node):
+            try:
+                _Evaluator({}).value(node)
+            except ValueError as error:
+                raise ValueError(f"'{ast.unparse(node)}': {error}") from None
+            except (TypeError, ZeroDivisionError):
+                pass  # the check's own error, reported when it is evaluated
     return tree
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deeply the nodes of `tree` nest (iteratively: a deep tree is what is measured)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _constant(node: ast.AST) -> bool:
+    """Whether `node` reads nothing but numbers and strings written in the check."""
+    return not any(isinstance(n, (ast.Name, ast.Call, ast.Subscript)) for n in ast.walk(node))
 
 
 def used_aliases(tree: ast.Expression, aliases: set[str]) -> set[str]:
@@ -141,7 +203,7 @@ def _check(claim: Claim, results: dict[str, Any]) -> tuple[bool, dict[str, Any],
     evaluator = _Evaluator(results)
     try:
         return bool(evaluator.value(tree)), evaluator.numbers, ""
-    except (ValueError, KeyError, TypeError, ZeroDivisionError, IndexError) as error:
+    except (ValueError, KeyError, TypeError, ArithmeticError, IndexError) as error:  # OverflowError: 1e308 * 10
         return False, evaluator.numbers, f"{type(error).__name__}: {error}"
 
 

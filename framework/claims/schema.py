@@ -97,7 +97,7 @@ def load_claims(folder: str | Path) -> tuple[ClaimsFile, Loaded]:
     path = Path(folder) / CLAIMS_FILE
     if not path.is_file():
         raise SpecError([Problem(None, (), f"{path}: no claims file (a paper folder states its claims in {CLAIMS_FILE})")])
-    loaded = load_file(path)
+    loaded = load_file(path, shape="a claims file is a mapping with 'paper', 'runs' and 'claims'")
     claims = _structure(loaded)
     problems = _paper_and_runs(claims, loaded, path.parent) + _checks(claims, loaded)
     problems += _kinds_and_controls(claims, loaded)
@@ -121,9 +121,10 @@ def _structure(loaded: Loaded) -> ClaimsFile:
 
 def _paper_and_runs(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Problem]:
     problems = []
-    if claims.paper != folder.name:
+    name = folder.absolute().name  # `exp validate claims.yaml` inside the folder: its parent is '.'
+    if claims.paper != name:
         problems.append(Problem(loaded.value_mark(("paper",)), ("paper",),
-                                f"paper '{claims.paper}' differs from the folder name '{folder.name}'"))
+                                f"paper '{claims.paper}' differs from the folder name '{name}'"))
     for alias, ref in claims.runs.items():
         if not (folder / ref.spec).is_file():
             problems.append(Problem(loaded.value_mark(("runs", alias, "spec")), ("runs", alias, "spec"),

@@ -66,12 +66,32 @@ def test_checks(check: str, passed: bool) -> None:
         ("aa['test/acc'] > 0", "unknown run 'aa'. Did you mean 'a'?"),
         ("a['test/acc'] > > 1", "invalid check syntax at column 17: invalid syntax"),
         ("[x for x in a]", "'[x for x in a]' is not allowed in a check (ListComp)"),
+        # bounded work: numbers written in the check are sized when it is validated
+        ("10 ** 10 ** 10 > a['test/acc']", "'10 ** 10 ** 10': 10 ** 10000000000 is too large (more than about 1.8e308)"),
+        ("2.0 ** 1025 > 0", "'2.0 ** 1025': 2.0 ** 1025 is too large (more than about 1.8e308)"),
+        ("max([0] * 10 ** 6) > 0", "'[0] * 10 ** 6': repeating a list of 1 1000000 times makes more than 100000 items"),
+        ("a['x'] + " * 400 + "1 > 0", "a check has at most 2000 characters, this one 3605"),
+        ("-" * 1000 + "1 > 0", "a check nests at most 64 levels (operators, calls, brackets)"),
     ],
 )
 def test_checks_that_are_rejected(check: str, message: str) -> None:
     with pytest.raises(ValueError) as info:
         parse_check(check, {"a", "b"})
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "check, error",
+    [
+        ("a['test/acc'] ** (10 ** 9) < 1", ""),  # a number below 1: no bound needed
+        ("(a['test/acc'] * 10) ** 400 > 0", "ValueError: 9.0 ** 400 is too large (more than about 1.8e308)"),
+        ("len([a['test/acc']] * 200000) > 0", "ValueError: repeating a list of 1 200000 times makes more than 100000 items"),
+        ("a['test/acc'] * 1e308 * 10 > 0", ""),  # float arithmetic overflows to inf, no error
+    ],
+)
+def test_power_and_repetition_are_bounded_when_evaluated(check: str, error: str) -> None:
+    """A check whose operands are metrics is sized when it runs: an error, not a hang."""
+    assert evaluate(_claim(check), RESULTS).error == error
 
 
 def test_missing_metric_is_a_failed_claim_with_a_hint() -> None:
