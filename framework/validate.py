@@ -67,15 +67,79 @@ def describe(schema: Any) -> str:
         if "prefixItems" in schema:
             return f"a list of {len(schema['prefixItems'])} items"
         items = schema.get("items")
-        return f"a list of ({describe(items)})" if items else "a list"
-    return {
-        "integer": "an integer",
-        "number": "a number",
-        "string": "a string",
-        "boolean": "true or false",
-        "null": "null",
-        "object": "a mapping",
-    }.get(json_type, str(json_type))
+        text = f"a list of ({describe(items)})" if items else "a list"
+    else:
+        text = {
+            "integer": "an integer",
+            "number": "a number",
+            "string": "a string",
+            "boolean": "true or false",
+            "null": "null",
+            "object": "a mapping",
+        }.get(json_type, str(json_type))
+    rule = _rule(schema)
+    if not rule:
+        return text
+    if rule.startswith("must have "):
+        return f"{text} with {rule.removeprefix('must have ')}"
+    return f"{text} {rule.removeprefix('must be ').removeprefix('must ')}"
+
+
+# JSON Schema bound keyword -> the rule in words (framework.schema.constrained writes them).
+_RULES = {
+    "minimum": "must be >= {}",
+    "exclusiveMinimum": "must be > {}",
+    "maximum": "must be <= {}",
+    "exclusiveMaximum": "must be < {}",
+    "multipleOf": "must be a multiple of {}",
+    "minLength": "must have at least {} character(s)",
+    "maxLength": "must have at most {} character(s)",
+    "minItems": "must have at least {} item(s)",
+    "maxItems": "must have at most {} item(s)",
+    "minProperties": "must have at least {} key(s)",
+    "maxProperties": "must have at most {} key(s)",
+}
+
+
+def _rule(schema: dict[str, Any]) -> str:
+    """Every bound of a schema in plain words: 'must be >= 0 and < 1', or '' when it has none.
+    (A list of a fixed length, `prefixItems`, already says its length in `describe`.)"""
+    if "prefixItems" in schema:
+        return ""
+    rules = [template.format(_number(schema[key])) for key, template in _RULES.items() if key in schema]
+    if not rules:
+        return ""
+    return rules[0] + "".join(" and " + r.removeprefix("must be ").removeprefix("must have ") for r in rules[1:])
+
+
+def _number(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() and abs(value) < 1e15 else str(value)
+
+
+def _strict_integer(checker: Any, instance: Any) -> bool:
+    """An integer is a YAML integer: 64.0 or 1e100 is a number, never silently a size."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _nan_fails(keyword: str) -> Callable[..., Any]:
+    """A bound keyword that NaN fails (NaN compares false with everything, so it passes them all)."""
+    check = jsonschema.Draft202012Validator.VALIDATORS[keyword]
+
+    def nan_fails(validator: Any, bound: Any, instance: Any, schema: dict[str, Any]) -> Any:
+        if isinstance(instance, float) and math.isnan(instance):
+            yield jsonschema.ValidationError(f"{instance!r} is not within the bounds")
+        else:
+            yield from check(validator, bound, instance, schema)
+
+    return nan_fails
+
+
+# How component arguments are checked: JSON Schema 2020-12 with the two rules above.
+ArgumentValidator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    validators={k: _nan_fails(k) for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")},
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
+)
 
 
 def yaml_type(value: Any) -> str:
@@ -275,7 +339,7 @@ class _Checker:
                     return value
                 return [self.node(item, kind, (*path, i)) for i, item in enumerate(value)]
             return self.node(value, kind, path)
-        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: len(e.path))
+        errors = sorted(ArgumentValidator(schema).iter_errors(value), key=lambda e: len(e.path))
         if errors:
             error = errors[0]
             sub = (*path, *error.path)
@@ -337,6 +401,8 @@ class _Checker:
                 if match:
                     return f"{message}. Did you mean '{match}'?"
             return message + _hint(value, schema)
+        if error.validator in _RULES:
+            return f"{_rule(schema)}, got {_got(value)}"
         return f"{error.message}"
 
     # -- sections --------------------------------------------------------------------------------
