@@ -271,6 +271,29 @@ def old_spelling(check: str, value: Any, **where: Any) -> str | None:
     return None
 
 
+def argument_problem(value: Any, schema: dict[str, Any]) -> tuple[Path, str] | None:
+    """Where inside `value` (a key path relative to the argument) and why the argument's JSON
+    Schema rejects it, or None when it accepts it. The outermost problem is reported."""
+    errors = sorted(ArgumentValidator(schema).iter_errors(value), key=lambda e: len(e.path))
+    if not errors:
+        return None
+    return tuple(errors[0].path), _value_message(errors[0].instance, errors[0])
+
+
+def _value_message(value: Any, error: jsonschema.ValidationError) -> str:
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator in ("type", "enum", "const", "anyOf", "prefixItems"):
+        message = f"expected {describe(schema)}, got {_got(value)}"
+        if error.validator == "enum" and isinstance(value, str):
+            match = _close(value, [str(v) for v in schema.get("enum", [])])
+            if match:
+                return f"{message}. Did you mean '{match}'?"
+        return message + _hint(value, schema)
+    if error.validator in _RULES:
+        return f"{_rule(schema)}, got {_got(value)}"
+    return f"{error.message}"
+
+
 class _Checker:
     def __init__(self, loaded: Loaded, schemas: Schemas) -> None:
         self.loaded, self.schemas = loaded, schemas
@@ -339,11 +362,9 @@ class _Checker:
                     return value
                 return [self.node(item, kind, (*path, i)) for i, item in enumerate(value)]
             return self.node(value, kind, path)
-        errors = sorted(ArgumentValidator(schema).iter_errors(value), key=lambda e: len(e.path))
-        if errors:
-            error = errors[0]
-            sub = (*path, *error.path)
-            self.problem(sub, self._value_message(error.instance, error))
+        found = argument_problem(value, schema)
+        if found:
+            self.problem((*path, *found[0]), found[1])
         return value
 
     def terms(self, value: Any, kind: str, schema: dict[str, Any], path: Path) -> Any:
@@ -391,19 +412,6 @@ class _Checker:
             self.problem(path, f"expected a number >= 0, got {_got(weight)}{_hint(weight, TERM_WEIGHT)}")
         elif not (math.isfinite(weight) and weight >= 0):
             self.problem(path, f"must be a finite number >= 0, got {_got(weight)}")
-
-    def _value_message(self, value: Any, error: jsonschema.ValidationError) -> str:
-        schema = error.schema if isinstance(error.schema, dict) else {}
-        if error.validator in ("type", "enum", "const", "anyOf", "prefixItems"):
-            message = f"expected {describe(schema)}, got {_got(value)}"
-            if error.validator == "enum" and isinstance(value, str):
-                match = _close(value, [str(v) for v in schema.get("enum", [])])
-                if match:
-                    return f"{message}. Did you mean '{match}'?"
-            return message + _hint(value, schema)
-        if error.validator in _RULES:
-            return f"{_rule(schema)}, got {_got(value)}"
-        return f"{error.message}"
 
     # -- sections --------------------------------------------------------------------------------
 
