@@ -273,11 +273,12 @@ def old_spelling(check: str, value: Any, **where: Any) -> str | None:
 
 def argument_problem(value: Any, schema: dict[str, Any]) -> tuple[Path, str] | None:
     """Where inside `value` (a key path relative to the argument) and why the argument's JSON
-    Schema rejects it, or None when it accepts it. The outermost problem is reported."""
-    errors = sorted(ArgumentValidator(schema).iter_errors(value), key=lambda e: len(e.path))
-    if not errors:
+    Schema rejects it, or None when it accepts it. The outermost problem is reported; in a union
+    (`int | None`) whose member of the value's type rejects it, that member's reason ("must be >= 1")."""
+    error = jsonschema.exceptions.best_match(ArgumentValidator(schema).iter_errors(value))
+    if error is None:
         return None
-    return tuple(errors[0].path), _value_message(errors[0].instance, errors[0])
+    return tuple(error.path), _value_message(error.instance, error)
 
 
 def _value_message(value: Any, error: jsonschema.ValidationError) -> str:

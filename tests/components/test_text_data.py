@@ -46,7 +46,7 @@ def test_char_text_rejects(kwargs, message):
     ({"seq_len": 0}, {"seq_len": "must be >= 1, got integer 0"}),
     ({"val_fraction": 0.0, "test_fraction": 1.0}, {"val_fraction": "must be > 0 and < 1, got number 0.0",
                                                    "test_fraction": "must be > 0 and < 1, got number 1.0"}),
-    ({"max_chars": 1}, {"max_chars": "expected an integer >= 2 or null, got integer 1"}),
+    ({"max_chars": 1}, {"max_chars": "must be >= 2, got integer 1"}),
     ({"seq_len": 1, "max_chars": 2, "val_fraction": 0.5}, {}),
 ])
 def test_char_text_argument_ranges(argument_problems, arguments, problems):
