@@ -454,7 +454,9 @@ class _Checker:
         else:
             value = _get(data, field_path)
             schema = _field_schema(field_path)
-            if error_type.endswith(("_type", "_parsing")) or error_type in ("literal_error", "enum", "union_tag_invalid"):
+            # A union (`max_steps`: an integer >= 1 or -1) is described whole, whichever member failed first.
+            if (error_type.endswith(("_type", "_parsing")) or error_type in ("literal_error", "enum", "union_tag_invalid")
+                    or "anyOf" in schema and error_type != "value_error"):
                 message = f"expected {describe(schema)}, got {_got(value)}"
                 match = _close(value, [str(v) for v in schema.get("enum", [])]) if isinstance(value, str) else None
                 message += f". Did you mean '{match}'?" if match else _hint(value, schema)
