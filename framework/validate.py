@@ -24,6 +24,7 @@ one entry to `OLD_SPELLINGS`.
 from __future__ import annotations
 
 import math
+import pathlib
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -414,6 +415,26 @@ class _Checker:
         elif not (math.isfinite(weight) and weight >= 0):
             self.problem(path, f"must be a finite number >= 0, got {_got(weight)}")
 
+    # -- files ------------------------------------------------------------------------------------
+
+    def files(self, spec: Spec) -> None:
+        """Files the spec names that must exist when it is validated.
+
+        Only `init.checkpoint`: a file from the user's own tree that the run reads first, so a
+        missing one is certainly a mistake. It is read as the runner reads it (framework.runner:
+        `Path(init.checkpoint)`), so a relative path is relative to the current directory, not to
+        the spec's folder. Data-module paths (a dataset root, a CSV file, a token file) are not
+        checked here: paper-scale specs name assets that a machine may not have (they are fetched
+        or mounted where the run happens, or named by an environment variable), and such a spec
+        must still validate; the data module says what is missing and how to get it when the run
+        starts, before any training.
+        """
+        checkpoint = spec.init.checkpoint if spec.init else None
+        if checkpoint is not None and not pathlib.Path(checkpoint).is_file():
+            where = "" if pathlib.Path(checkpoint).is_absolute() else \
+                f" (a relative path is read from the current directory, {pathlib.Path.cwd()}, not the spec's folder)"
+            self.problem(("init", "checkpoint"), f"file not found: {checkpoint}{where}")
+
     # -- sections --------------------------------------------------------------------------------
 
     def sections(self, data: dict[str, Any]) -> Spec | None:
@@ -611,6 +632,8 @@ def validate(loaded: Loaded, schemas: Schemas) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecError([Problem(loaded.value_mark(()), (), "a spec must be a mapping of sections")])
     spec = checker.sections(data)
+    if spec is not None:
+        checker.files(spec)
     nodes: dict[str, Any] = {}
     for field, (kind, many) in NODE_SECTIONS.items():
         value = data.get(field)

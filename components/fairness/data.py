@@ -17,7 +17,7 @@ import numpy as np
 from annotated_types import Ge, Interval
 
 from components.data.base import Arrays, ArrayDataModule
-from components.types import NonNegativeFloat, OpenFraction, PositiveInt
+from components.types import NonNegativeFloat, OpenFraction, PositiveInt, ProperFraction
 
 ADULT_COLUMNS = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
@@ -110,9 +110,9 @@ class UCIAdult(ArrayDataModule):
         root: str | None = None,
         sensitive: Literal["sex", "race"] = "sex",
         include_sensitive: bool = False,
-        batch_size: int = 256,
-        val_fraction: float = 0.1,
-        test_fraction: float = 0.0,
+        batch_size: PositiveInt = 256,
+        val_fraction: ProperFraction = 0.1,
+        test_fraction: ProperFraction = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(batch_size=batch_size, val_fraction=val_fraction, test_fraction=test_fraction, **kwargs)

@@ -105,7 +105,7 @@ class Minimax(L.LightningModule):
         algorithm: MinimaxAlgorithm,
         replicates: PositiveInt = 1,
         init: Literal["random", "center"] = "random",
-        log_points_per_decade: int = 10,
+        log_points_per_decade: PositiveInt = 10,
         slope_window: Annotated[float, Interval(gt=0, le=1)] = 0.5,
         horizons: list[PositiveInt] | None = None,
     ) -> None:
@@ -120,8 +120,6 @@ class Minimax(L.LightningModule):
                                 f"got {type(algorithm).__name__} without {m}")
         if init not in ("random", "center"):
             raise ValueError(f"init must be 'random' or 'center', got {init!r}")
-        if log_points_per_decade < 1:
-            raise ValueError(f"log_points_per_decade must be >= 1, got {log_points_per_decade}")
         horizons = list(horizons or [])
         if len(set(horizons)) != len(horizons):
             raise ValueError(f"horizons must be distinct iteration counts, got {horizons}")
