@@ -50,7 +50,6 @@ def test_missing_group_and_out_of_range_group():
         EqualOpportunityGap().update(torch.randn(3, 2), {"y": torch.ones(3, dtype=torch.long), "group": torch.tensor([0, 1, 2])})
 
 
-
 def test_num_groups_range(argument_problems):
     assert argument_problems("metrics", "demographic_parity_gap", num_groups=1) == {
         "num_groups": "must be >= 2, got integer 1"}
