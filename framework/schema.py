@@ -5,6 +5,12 @@ not runtime-supplied (see `registry.Registry.runtime`) becomes a property, requi
 no default. Python types map onto JSON Schema as below; a type with no JSON form (a tensor, a
 module) is dropped from a union, and a parameter left with no JSON form accepts any value.
 
+Value ranges are part of the type: `Annotated[int, Ge(1)]` (annotated_types metadata, or pydantic's
+`Field(ge=1)`, whose metadata is the same) adds JSON Schema bounds (`minimum`, `exclusiveMinimum`,
+`maximum`, `exclusiveMaximum`, `multipleOf`; `minItems`/`minLength` for `MinLen`), so the
+committed schema carries them and `exp validate` checks them without torch (see `constrained`;
+the aliases components use are in components/types.py).
+
 `**kwargs` is followed into the base class: a class whose `__init__` takes `**kwargs` is taken to
 pass them on with `super().__init__(**kwargs)`, which reaches the next class in the MRO that
 defines `__init__`; that class's parameters (names, types, defaults, required) join the schema,
