@@ -29,9 +29,9 @@ ENTRIES = {
         "weighted_sum": "components.losses.basic:WeightedSum",
     },
     "optimizers": {
-        "sgd": "torch.optim:SGD",
-        "adam": "torch.optim:Adam",
-        "adamw": "torch.optim:AdamW",
+        "sgd": "components.optim.optimizers:SGD",
+        "adam": "components.optim.optimizers:Adam",
+        "adamw": "components.optim.optimizers:AdamW",
     },
     "schedulers": {
         "cosine": "components.optim.schedulers:cosine_with_warmup",

@@ -5,6 +5,12 @@ not runtime-supplied (see `registry.Registry.runtime`) becomes a property, requi
 no default. Python types map onto JSON Schema as below; a type with no JSON form (a tensor, a
 module) is dropped from a union, and a parameter left with no JSON form accepts any value.
 
+Value ranges are part of the type: `Annotated[int, Ge(1)]` (annotated_types metadata, or pydantic's
+`Field(ge=1)`, whose metadata is the same) adds JSON Schema bounds (`minimum`, `exclusiveMinimum`,
+`maximum`, `exclusiveMaximum`, `multipleOf`; `minItems`/`minLength` for `MinLen`), so the
+committed schema carries them and `exp validate` checks them without torch (see `constrained`;
+the aliases components use are in components/types.py).
+
 `**kwargs` is followed into the base class: a class whose `__init__` takes `**kwargs` is taken to
 pass them on with `super().__init__(**kwargs)`, which reaches the next class in the MRO that
 defines `__init__`; that class's parameters (names, types, defaults, required) join the schema,
@@ -36,6 +42,8 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import annotated_types
+
 import registry
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("spec.schema.json")
@@ -64,6 +72,53 @@ def terms_schema(kind: str, name_pattern: str) -> dict[str, Any]:
     }
 
 
+# annotated_types constraint -> (its attribute, the JSON Schema keyword for numbers, for sized values).
+_BOUNDS: dict[type, tuple[str, str | None, str | None]] = {
+    annotated_types.Ge: ("ge", "minimum", None),
+    annotated_types.Gt: ("gt", "exclusiveMinimum", None),
+    annotated_types.Le: ("le", "maximum", None),
+    annotated_types.Lt: ("lt", "exclusiveMaximum", None),
+    annotated_types.MultipleOf: ("multiple_of", "multipleOf", None),
+    annotated_types.MinLen: ("min_length", None, "min"),
+    annotated_types.MaxLen: ("max_length", None, "max"),
+}
+_SIZED = {"string": "Length", "array": "Items", "object": "Properties"}
+
+
+def _constraints(metadata: Sequence[Any]) -> list[Any]:
+    """The annotated_types constraints in `Annotated` metadata: given directly, grouped
+    (`Interval(ge=0, lt=1)`), or inside pydantic's `Field(ge=1)`."""
+    found: list[Any] = []
+    for meta in metadata:
+        if type(meta) in _BOUNDS:
+            found.append(meta)
+        elif isinstance(meta, annotated_types.GroupedMetadata) or type(meta).__name__ == "FieldInfo":
+            found.extend(_constraints(list(getattr(meta, "metadata", meta))))
+    return found
+
+
+def constrained(schema: Any, metadata: Sequence[Any]) -> Any:
+    """`schema` with the value constraints of `Annotated` metadata added as JSON Schema keywords:
+    Ge/Gt/Le/Lt/MultipleOf as minimum/exclusiveMinimum/maximum/exclusiveMaximum/multipleOf on a
+    number or integer; MinLen/MaxLen as minLength/minItems/minProperties (max...) on a string, list
+    or mapping. In a union (`anyOf`) each member of a fitting type gets them; other members (null,
+    a string such as 'auto') are left as they are. Metadata that is not a constraint is ignored."""
+    bounds = _constraints(metadata)
+    if not bounds or schema is NO_JSON:
+        return schema
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [constrained(m, metadata) for m in schema["anyOf"]]}
+    schema = dict(schema)
+    for bound in bounds:
+        attribute, number_key, sized_key = _BOUNDS[type(bound)]
+        value = getattr(bound, attribute)
+        if number_key and schema.get("type") in ("number", "integer"):
+            schema[number_key] = value
+        elif sized_key and schema.get("type") in _SIZED:
+            schema[f"{sized_key}{_SIZED[schema['type']]}"] = value
+    return schema
+
+
 def type_schema(annotation: Any) -> Any:
     """JSON Schema for a Python annotation, or `NO_JSON`."""
     if annotation is inspect.Parameter.empty or annotation is Any:
@@ -77,7 +132,7 @@ def type_schema(annotation: Any) -> Any:
                 return terms_schema(kind, meta.TERM_NAME)
             if kind:
                 return {"$ref": f"#/$defs/node.{kind}"}
-        return type_schema(args[0])
+        return constrained(type_schema(args[0]), annotation.__metadata__)
     if annotation is type(None) or annotation is None:
         return {"type": "null"}
     if annotation is bool:

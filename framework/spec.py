@@ -23,6 +23,15 @@ def Node(kind: str) -> Any:
     ]
 
 
+# Value ranges of section fields (the same bounds as components/types.py, in pydantic's spelling).
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+# -1: Lightning's "no limit" (max_epochs, max_steps) or "every device" (devices).
+NoLimit = Literal[-1]
+# An int counts batches; a float is a fraction of them.
+BatchCount = Annotated[int, Field(ge=0)] | Annotated[float, Field(ge=0, le=1)]
+
+
 class Section(BaseModel):
     # strict: YAML already gives real types, so "5" (a quoted string) is not silently an int.
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -32,7 +41,8 @@ class Hardware(Section):
     """Where and how the run executes; mapped onto Lightning's Trainer arguments."""
 
     accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps", "tpu"] = "auto"
-    devices: int | Literal["auto"] | list[int] = 1
+    # How many devices (-1: all), "auto", or which ones (a list of device indices).
+    devices: PositiveInt | NoLimit | Literal["auto"] | Annotated[list[NonNegativeInt], Field(min_length=1)] = 1
     precision: Literal["32-true", "32", "16-mixed", "bf16-mixed", "bf16-true", "16-true", "64-true"] = "32-true"
     strategy: Literal["auto", "ddp", "ddp_spawn", "ddp_find_unused_parameters_true", "fsdp", "deepspeed", "single_device"] = "auto"
     num_nodes: int = Field(1, ge=1)
@@ -44,16 +54,19 @@ class Hardware(Section):
 class Trainer(Section):
     """Lightning Trainer arguments a spec may set (passed through unchanged)."""
 
-    max_epochs: int | None = None
-    max_steps: int = -1
-    limit_train_batches: int | float | None = None
-    limit_val_batches: int | float | None = None
-    limit_test_batches: int | float | None = None
-    val_check_interval: int | float | None = None
-    check_val_every_n_epoch: int | None = 1
-    num_sanity_val_steps: int = 0
-    log_every_n_steps: int = 10
-    gradient_clip_val: float | None = None
+    # Lightning accepts 0 epochs or steps (nothing is trained); a spec that trains nothing says
+    # `phases: [test]` instead, so 0 is taken for a mistake here. None: Lightning's default.
+    max_epochs: PositiveInt | NoLimit | None = None
+    max_steps: PositiveInt | NoLimit = -1
+    limit_train_batches: BatchCount | None = None
+    limit_val_batches: BatchCount | None = None
+    limit_test_batches: BatchCount | None = None
+    # Validate every this many training batches (an int), or at this fraction of an epoch.
+    val_check_interval: PositiveInt | Annotated[float, Field(gt=0, le=1)] | None = None
+    check_val_every_n_epoch: PositiveInt | None = 1
+    num_sanity_val_steps: Annotated[int, Field(ge=-1)] = 0  # -1: the whole validation set
+    log_every_n_steps: NonNegativeInt = 10  # 0: Lightning logs no step metrics
+    gradient_clip_val: Annotated[float, Field(ge=0)] | None = None
     accumulate_grad_batches: int = Field(1, ge=1)
     deterministic: bool = False
 

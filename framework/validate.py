@@ -29,6 +29,7 @@ one entry to `OLD_SPELLINGS`.
 from __future__ import annotations
 
 import math
+import pathlib
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -72,15 +73,79 @@ def describe(schema: Any) -> str:
         if "prefixItems" in schema:
             return f"a list of {len(schema['prefixItems'])} items"
         items = schema.get("items")
-        return f"a list of ({describe(items)})" if items else "a list"
-    return {
-        "integer": "an integer",
-        "number": "a number",
-        "string": "a string",
-        "boolean": "true or false",
-        "null": "null",
-        "object": "a mapping",
-    }.get(json_type, str(json_type))
+        text = f"a list of ({describe(items)})" if items else "a list"
+    else:
+        text = {
+            "integer": "an integer",
+            "number": "a number",
+            "string": "a string",
+            "boolean": "true or false",
+            "null": "null",
+            "object": "a mapping",
+        }.get(json_type, str(json_type))
+    rule = _rule(schema)
+    if not rule:
+        return text
+    if rule.startswith("must have "):
+        return f"{text} with {rule.removeprefix('must have ')}"
+    return f"{text} {rule.removeprefix('must be ').removeprefix('must ')}"
+
+
+# JSON Schema bound keyword -> the rule in words (framework.schema.constrained writes them).
+_RULES = {
+    "minimum": "must be >= {}",
+    "exclusiveMinimum": "must be > {}",
+    "maximum": "must be <= {}",
+    "exclusiveMaximum": "must be < {}",
+    "multipleOf": "must be a multiple of {}",
+    "minLength": "must have at least {} character(s)",
+    "maxLength": "must have at most {} character(s)",
+    "minItems": "must have at least {} item(s)",
+    "maxItems": "must have at most {} item(s)",
+    "minProperties": "must have at least {} key(s)",
+    "maxProperties": "must have at most {} key(s)",
+}
+
+
+def _rule(schema: dict[str, Any]) -> str:
+    """Every bound of a schema in plain words: 'must be >= 0 and < 1', or '' when it has none.
+    (A list of a fixed length, `prefixItems`, already says its length in `describe`.)"""
+    if "prefixItems" in schema:
+        return ""
+    rules = [template.format(_number(schema[key])) for key, template in _RULES.items() if key in schema]
+    if not rules:
+        return ""
+    return rules[0] + "".join(" and " + r.removeprefix("must be ").removeprefix("must have ") for r in rules[1:])
+
+
+def _number(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() and abs(value) < 1e15 else str(value)
+
+
+def _strict_integer(checker: Any, instance: Any) -> bool:
+    """An integer is a YAML integer: 64.0 or 1e100 is a number, never silently a size."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _nan_fails(keyword: str) -> Callable[..., Any]:
+    """A bound keyword that NaN fails (NaN compares false with everything, so it passes them all)."""
+    check = jsonschema.Draft202012Validator.VALIDATORS[keyword]
+
+    def nan_fails(validator: Any, bound: Any, instance: Any, schema: dict[str, Any]) -> Any:
+        if isinstance(instance, float) and math.isnan(instance):
+            yield jsonschema.ValidationError(f"{instance!r} is not within the bounds")
+        else:
+            yield from check(validator, bound, instance, schema)
+
+    return nan_fails
+
+
+# How component arguments are checked: JSON Schema 2020-12 with the two rules above.
+ArgumentValidator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    validators={k: _nan_fails(k) for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")},
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
+)
 
 
 def yaml_type(value: Any) -> str:
@@ -212,6 +277,30 @@ def old_spelling(check: str, value: Any, **where: Any) -> str | None:
     return None
 
 
+def argument_problem(value: Any, schema: dict[str, Any]) -> tuple[Path, str] | None:
+    """Where inside `value` (a key path relative to the argument) and why the argument's JSON
+    Schema rejects it, or None when it accepts it. The outermost problem is reported; in a union
+    (`int | None`) whose member of the value's type rejects it, that member's reason ("must be >= 1")."""
+    error = jsonschema.exceptions.best_match(ArgumentValidator(schema).iter_errors(value))
+    if error is None:
+        return None
+    return tuple(error.path), _value_message(error.instance, error)
+
+
+def _value_message(value: Any, error: jsonschema.ValidationError) -> str:
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator in ("type", "enum", "const", "anyOf", "prefixItems"):
+        message = f"expected {describe(schema)}, got {_got(value)}"
+        if error.validator == "enum" and isinstance(value, str):
+            match = _close(value, [str(v) for v in schema.get("enum", [])])
+            if match:
+                return f"{message}. Did you mean '{match}'?"
+        return message + _hint(value, schema)
+    if error.validator in _RULES:
+        return f"{_rule(schema)}, got {_got(value)}"
+    return f"{error.message}"
+
+
 class _Checker:
     def __init__(self, loaded: Loaded, schemas: Schemas) -> None:
         self.loaded, self.schemas = loaded, schemas
@@ -282,11 +371,9 @@ class _Checker:
                     return value
                 return [self.node(item, kind, (*path, i)) for i, item in enumerate(value)]
             return self.node(value, kind, path)
-        errors = sorted(_Validator(schema).iter_errors(value), key=lambda e: len(e.path))
-        if errors:
-            error = errors[0]
-            sub = (*path, *error.path)
-            self.problem(sub, self._value_message(error.instance, error) + _default_hint(error.instance, schema))
+        found = argument_problem(value, schema)
+        if found:
+            self.problem((*path, *found[0]), found[1] + _default_hint(value, schema))
         return value
 
     def null_argument(self, schema: dict[str, Any], path: Path) -> None:
@@ -341,16 +428,25 @@ class _Checker:
         elif not (math.isfinite(weight) and weight >= 0):
             self.problem(path, f"must be a finite number >= 0, got {_got(weight)}")
 
-    def _value_message(self, value: Any, error: jsonschema.ValidationError) -> str:
-        schema = error.schema if isinstance(error.schema, dict) else {}
-        if error.validator in ("type", "enum", "const", "anyOf", "prefixItems"):
-            message = f"expected {describe(schema)}, got {_got(value)}"
-            if error.validator == "enum" and isinstance(value, str):
-                match = _close(value, [str(v) for v in schema.get("enum", [])])
-                if match:
-                    return f"{message}. Did you mean '{match}'?"
-            return message + _hint(value, schema)
-        return f"{error.message}"
+    # -- files ------------------------------------------------------------------------------------
+
+    def files(self, spec: Spec) -> None:
+        """Files the spec names that must exist when it is validated.
+
+        Only `init.checkpoint`: a file from the user's own tree that the run reads first, so a
+        missing one is certainly a mistake. It is read as the runner reads it (framework.runner:
+        `Path(init.checkpoint)`), so a relative path is relative to the current directory, not to
+        the spec's folder. Data-module paths (a dataset root, a CSV file, a token file) are not
+        checked here: paper-scale specs name assets that a machine may not have (they are fetched
+        or mounted where the run happens, or named by an environment variable), and such a spec
+        must still validate; the data module says what is missing and how to get it when the run
+        starts, before any training.
+        """
+        checkpoint = spec.init.checkpoint if spec.init else None
+        if checkpoint is not None and not pathlib.Path(checkpoint).is_file():
+            where = "" if pathlib.Path(checkpoint).is_absolute() else \
+                f" (a relative path is read from the current directory, {pathlib.Path.cwd()}, not the spec's folder)"
+            self.problem(("init", "checkpoint"), f"file not found: {checkpoint}{where}")
 
     # -- sections --------------------------------------------------------------------------------
 
@@ -394,7 +490,9 @@ class _Checker:
         else:
             value = _get(data, field_path)
             schema = _field_schema(field_path)
-            if error_type.endswith(("_type", "_parsing")) or error_type in ("literal_error", "enum", "union_tag_invalid"):
+            # A union (`max_steps`: an integer >= 1 or -1) is described whole, whichever member failed first.
+            if (error_type.endswith(("_type", "_parsing")) or error_type in ("literal_error", "enum", "union_tag_invalid")
+                    or "anyOf" in schema and error_type != "value_error"):
                 message = f"expected {describe(schema)}, got {_got(value)}"
                 match = _close(value, [str(v) for v in schema.get("enum", [])]) if isinstance(value, str) else None
                 message += f". Did you mean '{match}'?" if match else _hint(value, schema)
@@ -456,16 +554,6 @@ def _default_hint(value: Any, schema: dict[str, Any]) -> str:
 
 def _accepts_null(schema: dict[str, Any]) -> bool:
     return schema.get("type") == "null" or any(_accepts_null(m) for m in schema.get("anyOf", []))
-
-
-# JSON Schema counts 1e100 (a float with no fraction) as an integer; a spec does not: an integer
-# argument is written as one (as pydantic's strict sections require), or a size of 1e100 would
-# pass validation and fail at run time.
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool)),
-)
 
 
 _CONSTRAINTS = {
@@ -578,6 +666,8 @@ def validate(loaded: Loaded, schemas: Schemas) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecError([Problem(loaded.value_mark(()), (), "a spec must be a mapping of sections")])
     spec = checker.sections(data)
+    if spec is not None:
+        checker.files(spec)
     nodes: dict[str, Any] = {}
     for field, (kind, many) in NODE_SECTIONS.items():
         value = data.get(field)

@@ -9,6 +9,7 @@ per worker, and no two processes write one cache entry at once.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -50,3 +51,20 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
+
+
+@pytest.fixture(scope="session")
+def argument_problems() -> Callable[..., dict[str, str]]:
+    """`argument_problems(kind, name, **arguments)`: what `exp validate` says about each argument
+    given to a registered component (key path below the node, as `hidden.1` -> message; empty when
+    all are accepted). The value
+    ranges of arguments live in the signatures (components/types.py), not in constructor code."""
+    from framework.schema import component_schema
+    from framework.validate import argument_problem
+
+    def problems(kind: str, name: str, **arguments: Any) -> dict[str, str]:
+        properties = component_schema(kind, name)["properties"]
+        found = {key: argument_problem(value, properties[key]) for key, value in arguments.items()}
+        return {".".join(map(str, (key, *problem[0]))): problem[1] for key, problem in found.items() if problem}
+
+    return problems

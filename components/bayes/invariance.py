@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import copy
 import statistics
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
+from annotated_types import MinLen
 from torch import nn
 
 from components.bayes.laplace import FullLaplace, output_jacobians
 from components.bayes.rescaling import canonical_gammas, parameter_scales, random_gammas, relu_rescale
+from components.types import PositiveFloat, PositiveInt, Probability
 
 Split = Literal["train", "val", "test"]
 Prior = Literal["both", "isotropic", "gamma_canonical"]
@@ -91,28 +93,20 @@ class LaplaceRescaling:
 
     def __init__(
         self,
-        num_rescalings: int = 8,
-        log_std: float = 1.0,
+        num_rescalings: PositiveInt = 8,
+        log_std: PositiveFloat = 1.0,
         seed: int = 0,
         likelihood: Literal["classification", "regression"] = "classification",
-        sigma_noise: float = 1.0,
+        sigma_noise: PositiveFloat = 1.0,
         fit_split: Split = "train",
         eval_split: Split = "test",
         prior: Prior = "both",
-        gammas: list[float] = list(DEFAULT_GAMMAS),
+        gammas: Annotated[list[Probability], MinLen(1)] = list(DEFAULT_GAMMAS),
     ) -> None:
-        if num_rescalings < 1:
-            raise ValueError(f"num_rescalings must be >= 1, got {num_rescalings}")
-        if log_std <= 0:
-            raise ValueError(f"log_std must be > 0, got {log_std}")
         if likelihood not in ("classification", "regression"):
             raise ValueError(f"likelihood must be 'classification' or 'regression', got '{likelihood}'")
-        if sigma_noise <= 0:
-            raise ValueError(f"sigma_noise must be > 0, got {sigma_noise}")
         if prior not in ("both", "isotropic", "gamma_canonical"):
             raise ValueError(f"prior must be 'both', 'isotropic' or 'gamma_canonical', got '{prior}'")
-        if not gammas or any(not 0.0 <= g <= 1.0 for g in gammas):
-            raise ValueError(f"gammas must be a non-empty list of values in [0, 1], got {list(gammas)}")
         self.num_rescalings, self.log_std, self.seed = num_rescalings, log_std, seed
         self.likelihood, self.sigma_noise = likelihood, sigma_noise
         self.fit_split, self.eval_split = fit_split, eval_split

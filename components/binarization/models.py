@@ -20,6 +20,7 @@ from torch import nn
 
 from components.binarization.binarize import (BinarizationSite, BinaryActivation, BinaryConv2d, BinaryLinear, Policy,
                                      check_policy)
+from components.types import PositiveInt
 
 
 class BinaryMLP(nn.Module):
@@ -37,13 +38,9 @@ class BinaryMLP(nn.Module):
         policy: ste | stompp | stompp_ste | fp (see components/binarization/binarize.py).
     """
 
-    def __init__(self, in_features: int, out_features: int, depth: int = 8, width: int = 128,
-                 policy: Policy = "stompp") -> None:
+    def __init__(self, in_features: PositiveInt, out_features: PositiveInt, depth: PositiveInt = 8,
+                 width: PositiveInt = 128, policy: Policy = "stompp") -> None:
         super().__init__()
-        for name, value in (("in_features", in_features), ("out_features", out_features),
-                            ("depth", depth), ("width", width)):
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
         check_policy(policy)
         self.blocks = nn.ModuleList()
         fan_in = in_features
@@ -152,14 +149,12 @@ class BinaryResNet(nn.Module):
         policy: ste | stompp | stompp_ste | fp (see components/binarization/binarize.py).
     """
 
-    def __init__(self, depth: Literal[18, 34, 50], in_channels: int, out_features: int,
-                 stem: Literal["cifar", "imagenet"] = "cifar", width: int = 64, policy: Policy = "stompp") -> None:
+    def __init__(self, depth: Literal[18, 34, 50], in_channels: PositiveInt, out_features: PositiveInt,
+                 stem: Literal["cifar", "imagenet"] = "cifar", width: PositiveInt = 64,
+                 policy: Policy = "stompp") -> None:
         super().__init__()
         if depth not in RESNETS:
             raise ValueError(f"depth must be one of {sorted(RESNETS)}, got {depth}")
-        for name, value in (("in_channels", in_channels), ("out_features", out_features), ("width", width)):
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
         if stem not in ("cifar", "imagenet"):
             raise ValueError(f"stem must be 'cifar' or 'imagenet', got '{stem}'")
         check_policy(policy)

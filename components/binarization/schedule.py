@@ -18,6 +18,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from components.binarization.binarize import PROGRESSIVE, BinarizationSite, binary_layers
+from components.types import NonNegativeInt, Probability, ProperFraction
 
 
 class ProgressiveBinarization(Callback):
@@ -42,28 +43,20 @@ class ProgressiveBinarization(Callback):
         self,
         order: Literal["forward", "reverse", "random", "global"] = "forward",
         what: Literal["weights", "activations", "both"] = "both",
-        start_fraction: float = 0.0,
-        end_fraction: float = 0.85,
-        refresh_period: int = 20,
-        refresh_fraction: float = 0.1,
+        start_fraction: ProperFraction = 0.0,
+        end_fraction: Probability = 0.85,
+        refresh_period: NonNegativeInt = 20,
+        refresh_fraction: Probability = 0.1,
         seed: int = 0,
-        log_every_n_steps: int = 10,
+        log_every_n_steps: NonNegativeInt = 10,
     ) -> None:
         super().__init__()
         if order not in ("forward", "reverse", "random", "global"):
             raise ValueError(f"order must be one of forward, reverse, random, global, got '{order}'")
         if what not in ("weights", "activations", "both"):
             raise ValueError(f"what must be one of weights, activations, both, got '{what}'")
-        if not 0.0 <= start_fraction < 1.0:
-            raise ValueError(f"start_fraction must be in [0, 1), got {start_fraction}")
-        if not start_fraction < end_fraction <= 1.0:
+        if end_fraction <= start_fraction:
             raise ValueError(f"end_fraction must be in (start_fraction={start_fraction}, 1], got {end_fraction}")
-        if refresh_period < 0:
-            raise ValueError(f"refresh_period must be >= 0, got {refresh_period}")
-        if not 0.0 <= refresh_fraction <= 1.0:
-            raise ValueError(f"refresh_fraction must be in [0, 1], got {refresh_fraction}")
-        if log_every_n_steps < 0:
-            raise ValueError(f"log_every_n_steps must be >= 0, got {log_every_n_steps}")
         self.order, self.what = order, what
         self.start_fraction, self.end_fraction = start_fraction, end_fraction
         self.refresh_period, self.refresh_fraction = refresh_period, refresh_fraction

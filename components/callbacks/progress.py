@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 
 from lightning.pytorch.callbacks import Callback, RichProgressBar, TQDMProgressBar
+from components.types import NonNegativeInt
 
 
-def progress_bar(refresh_rate: int = 1) -> Callback:
+def progress_bar(refresh_rate: NonNegativeInt = 1) -> Callback:
     """A rich progress bar on an interactive terminal, a tqdm bar otherwise.
 
     Rich redraws in place, which is pleasant on a terminal but fills log files (SLURM, CI,
@@ -17,8 +18,6 @@ def progress_bar(refresh_rate: int = 1) -> Callback:
     Args:
         refresh_rate: Update the bar every this many batches; 0 disables the bar.
     """
-    if refresh_rate < 0:
-        raise ValueError(f"refresh_rate must be >= 0, got {refresh_rate}")
     if sys.stderr is not None and sys.stderr.isatty():
         try:
             import rich  # noqa: F401

@@ -13,6 +13,7 @@ import lightning as L
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
+from components.types import NonNegativeInt, PositiveInt, ProperFraction
 
 Arrays = dict[str, np.ndarray]
 STAGES = ("train", "val", "test")
@@ -89,19 +90,14 @@ class ArrayDataModule(L.LightningDataModule):
 
     def __init__(
         self,
-        batch_size: int = 64,
-        val_fraction: float = 0.15,
-        test_fraction: float = 0.15,
+        batch_size: PositiveInt = 64,
+        val_fraction: ProperFraction = 0.15,
+        test_fraction: ProperFraction = 0.15,
         split_seed: int = 0,
         standardize: bool = True,
-        num_workers: int = 0,
+        num_workers: NonNegativeInt = 0,
     ) -> None:
         super().__init__()
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        for name, value in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {value}")
         if val_fraction + test_fraction >= 1.0:
             raise ValueError(
                 f"val_fraction + test_fraction must be < 1, got {val_fraction} + {test_fraction}"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
+from annotated_types import MinLen
 
 from components.data.base import Arrays, ArrayDataModule
 
@@ -44,15 +45,13 @@ class CSVTable(ArrayDataModule):
     def __init__(
         self,
         path: str,
-        features: list[str],
+        features: Annotated[list[str], MinLen(1)],
         target: str,
         group: str | None = None,
         task: Literal["classification", "regression"] = "classification",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if len(features) == 0:
-            raise ValueError("features must name at least one column, got []")
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be one of ['classification', 'regression'], got '{task}'")
         used = [*features, target] + ([group] if group is not None else [])

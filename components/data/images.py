@@ -14,14 +14,16 @@ import gzip
 import os
 import pickle
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import lightning as L
 import numpy as np
+from annotated_types import Ge
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 from components.data.base import Arrays, ArrayDataModule, EpochShuffle, TensorDictDataset, keep_batch
+from components.types import NonNegativeInt, PositiveInt, ProperFraction
 
 
 def _find_root(root: str | None, env: str, defaults: list[str], required: list[str], what: str, how: str) -> Path:
@@ -68,11 +70,10 @@ class FashionMNIST(ArrayDataModule):
         num_workers: See ArrayDataModule.
     """
 
-    def __init__(self, root: str | None = None, flatten: bool = False, train_subset: int = 0, batch_size: int = 128,
-                 val_fraction: float = 0.1, split_seed: int = 0, num_workers: int = 0) -> None:
+    def __init__(self, root: str | None = None, flatten: bool = False, train_subset: NonNegativeInt = 0,
+                 batch_size: PositiveInt = 128, val_fraction: ProperFraction = 0.1, split_seed: int = 0,
+                 num_workers: NonNegativeInt = 0) -> None:
         super().__init__(batch_size, val_fraction, 0.0, split_seed, standardize=flatten, num_workers=num_workers)
-        if train_subset < 0:
-            raise ValueError(f"train_subset must be >= 0 (0: all), got {train_subset}")
         self.root, self.flatten, self.train_subset = root, flatten, train_subset
 
     def load(self) -> dict[str, Arrays]:
@@ -135,7 +136,8 @@ class CIFAR(ArrayDataModule):
     """
 
     def __init__(self, name: Literal["cifar10", "cifar100"] = "cifar10", root: str | None = None, augment: bool = True,
-                 batch_size: int = 128, val_fraction: float = 0.02, split_seed: int = 0, num_workers: int = 0) -> None:
+                 batch_size: PositiveInt = 128, val_fraction: ProperFraction = 0.02, split_seed: int = 0,
+                 num_workers: NonNegativeInt = 0) -> None:
         super().__init__(batch_size, val_fraction, 0.0, split_seed, standardize=False, num_workers=num_workers)
         if name not in CIFAR_FILES:
             raise ValueError(f"name must be one of {', '.join(CIFAR_FILES)}, got '{name}'")
@@ -226,15 +228,9 @@ class ImageFolder(L.LightningDataModule):
         num_workers: DataLoader worker processes (decoding JPEGs needs several).
     """
 
-    def __init__(self, root: str | None = None, image_size: int = 224, batch_size: int = 256,
-                 num_workers: int = 8) -> None:
+    def __init__(self, root: str | None = None, image_size: Annotated[int, Ge(8)] = 224,
+                 batch_size: PositiveInt = 256, num_workers: NonNegativeInt = 8) -> None:
         super().__init__()
-        if image_size < 8:
-            raise ValueError(f"image_size must be >= 8, got {image_size}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if num_workers < 0:
-            raise ValueError(f"num_workers must be >= 0, got {num_workers}")
         self.root, self.image_size, self.batch_size, self.num_workers = root, image_size, batch_size, num_workers
         self._items: dict[str, list[tuple[Path, int]]] | None = None
         self.classes: list[str] = []

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from annotated_types import Ge
 from sklearn.datasets import make_classification, make_regression
 
 from components.data.base import Arrays, ArrayDataModule
+from components.types import NonNegativeFloat, PositiveInt, Probability
 
 
-def _check_sizes(n_samples: int, n_features: int, n_informative: int, noise: float) -> None:
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    if n_features < 1:
-        raise ValueError(f"n_features must be >= 1, got {n_features}")
-    if not 1 <= n_informative <= n_features:
+def _check_sizes(n_features: int, n_informative: int) -> None:
+    if n_informative > n_features:
         raise ValueError(f"n_informative must be in [1, n_features={n_features}], got {n_informative}")
-    if noise < 0:
-        raise ValueError(f"noise must be >= 0, got {noise}")
 
 
 class SyntheticClassification(ArrayDataModule):
@@ -41,24 +37,20 @@ class SyntheticClassification(ArrayDataModule):
 
     def __init__(
         self,
-        n_samples: int = 2000,
-        n_features: int = 8,
-        n_classes: int = 2,
-        n_informative: int = 4,
-        noise: float = 0.1,
+        n_samples: PositiveInt = 2000,
+        n_features: PositiveInt = 8,
+        n_classes: Annotated[int, Ge(2)] = 2,
+        n_informative: PositiveInt = 4,
+        noise: Probability = 0.1,
         seed: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        _check_sizes(n_samples, n_features, n_informative, noise)
-        if n_classes < 2:
-            raise ValueError(f"n_classes must be >= 2, got {n_classes}")
+        _check_sizes(n_features, n_informative)
         if n_classes > 2**n_informative:
             raise ValueError(
                 f"n_classes must be <= 2**n_informative = {2**n_informative}, got {n_classes}"
             )
-        if noise > 1:
-            raise ValueError(f"noise must be in [0, 1] (fraction of flipped labels), got {noise}")
         self.n_samples, self.n_features, self.n_classes = n_samples, n_features, n_classes
         self.n_informative, self.noise, self.seed = n_informative, noise, seed
 
@@ -100,18 +92,16 @@ class SyntheticRegression(ArrayDataModule):
 
     def __init__(
         self,
-        n_samples: int = 2000,
-        n_features: int = 8,
-        n_targets: int = 1,
-        n_informative: int = 4,
-        noise: float = 0.1,
+        n_samples: PositiveInt = 2000,
+        n_features: PositiveInt = 8,
+        n_targets: PositiveInt = 1,
+        n_informative: PositiveInt = 4,
+        noise: NonNegativeFloat = 0.1,
         seed: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        _check_sizes(n_samples, n_features, n_informative, noise)
-        if n_targets < 1:
-            raise ValueError(f"n_targets must be >= 1, got {n_targets}")
+        _check_sizes(n_features, n_informative)
         self.n_samples, self.n_features, self.n_targets = n_samples, n_features, n_targets
         self.n_informative, self.noise, self.seed = n_informative, noise, seed
 

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
+from annotated_types import Ge
 
 from components.data.base import ArrayDataModule, Arrays
+from components.types import OpenFraction, PositiveInt
 
 
 def pydoc_topics_text() -> str:
@@ -55,13 +57,10 @@ def contiguous_splits(ids: np.ndarray, seq_len: int, val_fraction: float, test_f
 
 
 class _TokenData(ArrayDataModule):
+    """Token windows in contiguous train | val | test pieces. The subclasses' signatures state the
+    ranges (seq_len >= 1, each fraction in (0, 1): every split needs tokens)."""
+
     def __init__(self, seq_len: int, batch_size: int, val_fraction: float, test_fraction: float) -> None:
-        if seq_len < 1:
-            raise ValueError(f"seq_len must be >= 1, got {seq_len}")
-        if not 0.0 < val_fraction < 1.0 or not 0.0 < test_fraction < 1.0:
-            raise ValueError(
-                f"val_fraction and test_fraction must be in (0, 1), got {val_fraction} and {test_fraction}"
-            )
         # standardize=False: x holds token ids, not features.
         super().__init__(batch_size=batch_size, val_fraction=val_fraction, test_fraction=test_fraction,
                          standardize=False)
@@ -95,18 +94,16 @@ class CharText(_TokenData):
         self,
         corpus: Literal["pydoc_topics", "file"] = "pydoc_topics",
         path: str | None = None,
-        seq_len: int = 64,
-        batch_size: int = 32,
-        val_fraction: float = 0.1,
-        test_fraction: float = 0.1,
-        max_chars: int | None = None,
+        seq_len: PositiveInt = 64,
+        batch_size: PositiveInt = 32,
+        val_fraction: OpenFraction = 0.1,
+        test_fraction: OpenFraction = 0.1,
+        max_chars: Annotated[int, Ge(2)] | None = None,
     ) -> None:
         if corpus not in ("pydoc_topics", "file"):
             raise ValueError(f"corpus must be 'pydoc_topics' or 'file', got '{corpus}'")
         if (corpus == "file") != (path is not None):
             raise ValueError(f"path must be given exactly when corpus is 'file', got corpus='{corpus}', path={path!r}")
-        if max_chars is not None and max_chars < 2:
-            raise ValueError(f"max_chars must be >= 2 or None, got {max_chars}")
         super().__init__(seq_len, batch_size, val_fraction, test_fraction)
         self.corpus, self.path, self.max_chars = corpus, path, max_chars
         self._vocab: list[str] | None = None
@@ -163,18 +160,16 @@ class TokenFile(_TokenData):
 
     def __init__(
         self,
-        vocab_size: int,
+        vocab_size: Annotated[int, Ge(2)],
         path: str | None = None,
         env: str = "EXPSPEC_TOKENS",
-        seq_len: int = 1024,
-        batch_size: int = 8,
-        val_fraction: float = 0.01,
-        test_fraction: float = 0.01,
+        seq_len: PositiveInt = 1024,
+        batch_size: PositiveInt = 8,
+        val_fraction: OpenFraction = 0.01,
+        test_fraction: OpenFraction = 0.01,
         dtype: Literal["uint16", "uint32", "int32", "int64"] = "uint32",
-        max_tokens: int | None = None,
+        max_tokens: PositiveInt | None = None,
     ) -> None:
-        if vocab_size < 2:
-            raise ValueError(f"vocab_size must be >= 2, got {vocab_size}")
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {list(DTYPES)}, got '{dtype}'")
         super().__init__(seq_len, batch_size, val_fraction, test_fraction)

@@ -14,6 +14,7 @@ from sklearn import datasets
 
 from components.data.base import Arrays, ArrayDataModule
 from components.diffusion.tiny import HIGH, LOW, inject_defects
+from components.types import NonNegativeInt, PositiveInt, Probability, ProperFraction
 
 
 class DigitDefects(ArrayDataModule):
@@ -34,20 +35,16 @@ class DigitDefects(ArrayDataModule):
 
     def __init__(
         self,
-        defect_fraction: float = 0.5,
-        copies: int = 2,
-        batch_size: int = 64,
-        val_fraction: float = 0.1,
-        test_fraction: float = 0.1,
+        defect_fraction: Probability = 0.5,
+        copies: PositiveInt = 2,
+        batch_size: PositiveInt = 64,
+        val_fraction: ProperFraction = 0.1,
+        test_fraction: ProperFraction = 0.1,
         split_seed: int = 0,
         defect_stream: int = 0,
-        num_workers: int = 0,
+        num_workers: NonNegativeInt = 0,
     ) -> None:
         super().__init__(batch_size, val_fraction, test_fraction, split_seed, False, num_workers)
-        if not 0.0 <= defect_fraction <= 1.0:
-            raise ValueError(f"defect_fraction must be in [0, 1], got {defect_fraction}")
-        if copies < 1:
-            raise ValueError(f"copies must be >= 1, got {copies}")
         self.defect_fraction, self.copies, self.defect_stream = defect_fraction, copies, defect_stream
 
     def info(self) -> dict[str, int]:

@@ -28,11 +28,13 @@ Returns binary masks (B, 1, H, W) on the latent grid and the heat maps.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
+from annotated_types import Interval
 import torch
 import torch.nn.functional as F
+from components.types import NonNegativeInt, PositiveInt, Probability
 
 
 class QualityContrastLocalizer:
@@ -50,20 +52,14 @@ class QualityContrastLocalizer:
 
     def __init__(
         self,
-        mask_fraction: float = 0.15,
+        mask_fraction: Annotated[float, Interval(gt=0, le=1)] = 0.15,
         contrast: Literal["low_minus_high", "deviation", "quality_attention", "random"] = "low_minus_high",
-        resolutions: list[int] | None = None,
-        propagation_weight: float = 0.0,
-        propagation_steps: int = 1,
-        dilate: int = 0,
+        resolutions: list[PositiveInt] | None = None,
+        propagation_weight: Probability = 0.0,
+        propagation_steps: NonNegativeInt = 1,
+        dilate: NonNegativeInt = 0,
         keep_largest: bool = False,
     ) -> None:
-        if not 0.0 < mask_fraction <= 1.0:
-            raise ValueError(f"mask_fraction must be in (0, 1], got {mask_fraction}")
-        if not 0.0 <= propagation_weight <= 1.0:
-            raise ValueError(f"propagation_weight must be in [0, 1], got {propagation_weight}")
-        if propagation_steps < 0 or dilate < 0:
-            raise ValueError(f"propagation_steps and dilate must be >= 0, got {propagation_steps} and {dilate}")
         if contrast not in ("low_minus_high", "deviation", "quality_attention", "random"):
             raise ValueError(
                 f"contrast must be 'low_minus_high', 'deviation', 'quality_attention' or 'random', got '{contrast}'")

@@ -23,12 +23,16 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
+from annotated_types import Ge, MultipleOf
 from torch import nn
 
 from components.diffusion._deps import require
+
+# Latent diffusion pipelines need image sides divisible by 16 (VAE downsampling x patching).
+ImageSide = Annotated[int, Ge(16), MultipleOf(16)]
 
 CONFIGS = Path(__file__).parent / "configs"
 DEFAULT_IDS = {
@@ -173,8 +177,8 @@ class DiffusersPipeline(nn.Module):
         random_init: bool = False,
         dtype: Literal["float32", "float16", "bfloat16"] = "float16",
         device: str | None = None,
-        height: int | None = None,
-        width: int | None = None,
+        height: ImageSide | None = None,
+        width: ImageSide | None = None,
         high_quality_suffix: str = ", high quality, highly detailed, sharp focus",
         low_quality_suffix: str = ", low quality, blurry, distorted, deformed",
         negative_prompt: str = "",

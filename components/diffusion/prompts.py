@@ -12,6 +12,7 @@ from typing import Any
 import lightning as L
 import torch
 from torch.utils.data import DataLoader
+from components.types import PositiveInt
 
 
 class PromptSet(L.LightningDataModule):
@@ -30,15 +31,13 @@ class PromptSet(L.LightningDataModule):
         self,
         prompts: list[str] | None = None,
         file: str | None = None,
-        repeat: int = 1,
-        limit: int | None = None,
-        batch_size: int = 8,
+        repeat: PositiveInt = 1,
+        limit: PositiveInt | None = None,
+        batch_size: PositiveInt = 8,
     ) -> None:
         super().__init__()
         if (prompts is None) == (file is None):
             raise ValueError("give exactly one of prompts and file")
-        if repeat < 1 or batch_size < 1 or (limit is not None and limit < 1):
-            raise ValueError(f"repeat, batch_size and limit must be >= 1, got {repeat}, {batch_size} and {limit}")
         if prompts is not None and not prompts:
             raise ValueError("prompts must not be empty")
         self.source, self.file, self.repeat, self.limit, self.batch_size = prompts, file, repeat, limit, batch_size

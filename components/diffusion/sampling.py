@@ -33,9 +33,14 @@ import math
 from typing import Annotated, Any, Literal
 
 import torch
+from annotated_types import Ge, Interval
 
 from components.diffusion.attention import AttentionStore
 from components.kinds import Kind
+from components.types import NonNegativeInt, OpenFraction, PositiveInt
+
+# Classifier-free guidance: 1 is the conditional model alone; larger pushes away from the unconditional.
+GuidanceScale = Annotated[float, Ge(1)]
 
 Verifier = Annotated[Any, Kind("verifiers")]
 Localizer = Annotated[Any, Kind("localizers")]
@@ -124,16 +129,12 @@ class BestOfN:
     def __init__(
         self,
         verifier: Verifier,
-        num_samples: int = 4,
-        num_steps: int = 20,
-        guidance_scale: float = 1.0,
+        num_samples: PositiveInt = 4,
+        num_steps: PositiveInt = 20,
+        guidance_scale: GuidanceScale = 1.0,
         quality: Quality = "none",
-        max_denoiser_calls: int | None = None,
+        max_denoiser_calls: PositiveInt | None = None,
     ) -> None:
-        if num_samples < 1 or num_steps < 1:
-            raise ValueError(f"num_samples and num_steps must be >= 1, got {num_samples} and {num_steps}")
-        if guidance_scale < 1.0:
-            raise ValueError(f"guidance_scale must be >= 1, got {guidance_scale}")
         self.verifier, self.num_samples, self.num_steps = verifier, num_samples, num_steps
         self.guidance_scale, self.quality, self.max_denoiser_calls = guidance_scale, _quality(quality), max_denoiser_calls
 
@@ -195,29 +196,19 @@ class LoTTS:
         self,
         verifier: Verifier,
         localizer: Localizer,
-        num_initial: int = 2,
-        num_candidates: int = 4,
-        rounds: int = 1,
-        num_steps: int = 20,
-        strength: float = 0.5,
-        localize_strength: float = 0.3,
-        guidance_scale: float = 1.0,
+        num_initial: PositiveInt = 2,
+        num_candidates: PositiveInt = 4,
+        rounds: NonNegativeInt = 1,
+        num_steps: PositiveInt = 20,
+        strength: Annotated[float, Interval(gt=0, le=1)] = 0.5,
+        localize_strength: OpenFraction = 0.3,
+        guidance_scale: GuidanceScale = 1.0,
         quality: Quality = "none",
         refine_quality: Quality = "high",
-        harmonize_steps: int = 0,
-        harmonize_strength: float = 0.1,
-        max_self_tokens: int = 1024,
+        harmonize_steps: NonNegativeInt = 0,
+        harmonize_strength: OpenFraction = 0.1,
+        max_self_tokens: PositiveInt = 1024,
     ) -> None:
-        for name, value in (("num_initial", num_initial), ("num_candidates", num_candidates), ("num_steps", num_steps)):
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
-        if rounds < 0 or harmonize_steps < 0:
-            raise ValueError(f"rounds and harmonize_steps must be >= 0, got {rounds} and {harmonize_steps}")
-        if not 0.0 < strength <= 1.0:
-            raise ValueError(f"strength must be in (0, 1], got {strength}")
-        for name, value in (("localize_strength", localize_strength), ("harmonize_strength", harmonize_strength)):
-            if not 0.0 < value < 1.0:
-                raise ValueError(f"{name} must be in (0, 1), got {value}")
         self.verifier, self.localizer = verifier, localizer
         self.num_initial, self.num_candidates, self.rounds = num_initial, num_candidates, rounds
         self.num_steps, self.strength, self.localize_strength = num_steps, strength, localize_strength
@@ -314,7 +305,7 @@ class LocalizationProbe:
         localize_strength: Noise level t/T at which attention is recorded, in (0, 1).
     """
 
-    def __init__(self, localizer: Localizer, num_steps: int = 20, localize_strength: float = 0.3) -> None:
+    def __init__(self, localizer: Localizer, num_steps: PositiveInt = 20, localize_strength: OpenFraction = 0.3) -> None:
         verifier = lambda images, prompts: torch.zeros(len(images))  # noqa: E731 (unused by localize)
         self.lotts = LoTTS(verifier, localizer, num_steps=num_steps, localize_strength=localize_strength)
 

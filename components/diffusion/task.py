@@ -26,6 +26,7 @@ from torch import nn
 
 from components.kinds import Kind
 from components.tasks.supervised import log_loss, optimizers_config
+from components.types import NonNegativeInt
 
 Sampler = Annotated[Any, Kind("samplers")]
 
@@ -124,13 +125,11 @@ class Sampling(L.LightningModule):
         sampler: Sampler,
         metrics: dict[str, Any] | None = None,
         log_images: bool = True,
-        log_batches: int = 1,
+        log_batches: NonNegativeInt = 1,
     ) -> None:
         super().__init__()
         if not callable(sampler):
             raise ValueError(f"sampler must be callable as sampler(model, batch), got {type(sampler).__name__}")
-        if log_batches < 0:
-            raise ValueError(f"log_batches must be >= 0, got {log_batches}")
         self.model, self.sampler = model, sampler
         self.test_metrics = nn.ModuleDict({k: copy.deepcopy(m) for k, m in (metrics or {}).items()})
         self.log_images, self.log_batches = log_images, log_batches

@@ -14,13 +14,15 @@ LoTTS: "Scale Where It Matters: Localized Test-Time Scaling for diffusion" (arXi
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from annotated_types import Ge, MinLen, MultipleOf
 import torch
 from torch import nn
 
 from components.diffusion._deps import require
+from components.types import PositiveInt, ProperFraction
 
 NUM_CLASSES = 10
 HIGH, LOW, NULL = 10, 11, 12
@@ -74,21 +76,17 @@ class TinyTokenUNet(nn.Module):
 
     def __init__(
         self,
-        image_size: int = 8,
-        in_channels: int = 1,
-        block_out_channels: list[int] = [32, 64],  # noqa: B006 (JSON-typed default, never mutated)
-        layers_per_block: int = 1,
-        context_dim: int = 32,
-        attention_head_dim: int = 8,
-        class_dropout: float = 0.1,
-        quality_dropout: float = 0.3,
+        image_size: PositiveInt = 8,
+        in_channels: PositiveInt = 1,
+        # GroupNorm's 8 groups need channel counts divisible by 8.
+        block_out_channels: Annotated[list[Annotated[int, Ge(8), MultipleOf(8)]], MinLen(1)] = [32, 64],  # noqa: B006 (JSON-typed default, never mutated)
+        layers_per_block: PositiveInt = 1,
+        context_dim: PositiveInt = 32,
+        attention_head_dim: PositiveInt = 8,
+        class_dropout: ProperFraction = 0.1,
+        quality_dropout: ProperFraction = 0.3,
     ) -> None:
         super().__init__()
-        for name, value in (("class_dropout", class_dropout), ("quality_dropout", quality_dropout)):
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {value}")
-        if len(block_out_channels) < 1 or any(c % 8 for c in block_out_channels):
-            raise ValueError(f"block_out_channels must be a non-empty list of multiples of 8, got {block_out_channels}")
         diffusers = require("diffusers")
         n = len(block_out_channels)
         self.unet = diffusers.UNet2DConditionModel(

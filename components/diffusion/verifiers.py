@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from components.diffusion.tiny import inject_defects, parse_prompt
+from components.types import NonNegativeFloat, PositiveInt
 
 # Trained tiny verifier networks of this process, by (hidden, steps, noise, seed): training is
 # deterministic in these (about 7 CPU-s on one thread), so the stages of one run share one.
@@ -35,12 +36,8 @@ class TinyDigitVerifier:
         seed: Seed of its training (independent of the run's seed).
     """
 
-    def __init__(self, hidden: int = 128, steps: int = 300, defect_weight: float = 1.0, noise: float = 0.15,
-                 seed: int = 0) -> None:
-        if hidden < 1 or steps < 1:
-            raise ValueError(f"hidden and steps must be >= 1, got {hidden} and {steps}")
-        if noise < 0:
-            raise ValueError(f"noise must be >= 0, got {noise}")
+    def __init__(self, hidden: PositiveInt = 128, steps: PositiveInt = 300, defect_weight: float = 1.0,
+                 noise: NonNegativeFloat = 0.15, seed: int = 0) -> None:
         self.defect_weight = defect_weight
         key = (hidden, steps, float(noise), seed)
         if key not in _TRAINED:

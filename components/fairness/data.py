@@ -11,11 +11,13 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from annotated_types import Ge, Interval
 
 from components.data.base import Arrays, ArrayDataModule
+from components.types import NonNegativeFloat, OpenFraction, PositiveInt, ProperFraction
 
 ADULT_COLUMNS = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
@@ -53,26 +55,16 @@ class SyntheticFairTabular(ArrayDataModule):
 
     def __init__(
         self,
-        n_samples: int = 6000,
-        n_features: int = 6,
-        bias: float = 1.2,
-        label_noise: float = 0.03,
-        group_ratio: float = 0.5,
+        n_samples: Annotated[int, Ge(10)] = 6000,
+        n_features: Annotated[int, Ge(3)] = 6,
+        bias: NonNegativeFloat = 1.2,
+        label_noise: Annotated[float, Interval(ge=0, lt=0.5)] = 0.03,
+        group_ratio: OpenFraction = 0.5,
         seed: int = 0,
-        batch_size: int = 256,
+        batch_size: PositiveInt = 256,
         **kwargs: Any,
     ) -> None:
         super().__init__(batch_size=batch_size, **kwargs)
-        if n_samples < 10:
-            raise ValueError(f"n_samples must be >= 10, got {n_samples}")
-        if n_features < 3:
-            raise ValueError(f"n_features must be >= 3, got {n_features}")
-        if bias < 0:
-            raise ValueError(f"bias must be >= 0, got {bias}")
-        if not 0.0 <= label_noise < 0.5:
-            raise ValueError(f"label_noise must be in [0, 0.5), got {label_noise}")
-        if not 0.0 < group_ratio < 1.0:
-            raise ValueError(f"group_ratio must be in (0, 1), got {group_ratio}")
         self.n_samples, self.n_features, self.bias = n_samples, n_features, bias
         self.label_noise, self.group_ratio, self.seed = label_noise, group_ratio, seed
 
@@ -118,9 +110,9 @@ class UCIAdult(ArrayDataModule):
         root: str | None = None,
         sensitive: Literal["sex", "race"] = "sex",
         include_sensitive: bool = False,
-        batch_size: int = 256,
-        val_fraction: float = 0.1,
-        test_fraction: float = 0.0,
+        batch_size: PositiveInt = 256,
+        val_fraction: ProperFraction = 0.1,
+        test_fraction: ProperFraction = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(batch_size=batch_size, val_fraction=val_fraction, test_fraction=test_fraction, **kwargs)

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from components.fairness.soft_rank import hard_rank, soft_rank
+from components.types import PositiveFloat
 
 
 def binary_score(outputs: Tensor, name: str) -> Tensor:
@@ -134,13 +135,11 @@ class CvMDependence(nn.Module):
 
     def __init__(
         self,
-        regularization: float = 0.02,
+        regularization: PositiveFloat = 0.02,
         on: Literal["logit", "probability"] = "logit",
         standardize: bool = True,
     ) -> None:
         super().__init__()
-        if not regularization > 0:
-            raise ValueError(f"regularization must be > 0, got {regularization}")
         if on not in ("logit", "probability"):
             raise ValueError(f"on must be 'logit' or 'probability', got {on!r}")
         self.regularization, self.on = regularization, on
@@ -170,10 +169,8 @@ class HSIC(nn.Module):
 
     name = "hsic"
 
-    def __init__(self, bandwidth: float | None = None) -> None:
+    def __init__(self, bandwidth: PositiveFloat | None = None) -> None:
         super().__init__()
-        if bandwidth is not None and not bandwidth > 0:
-            raise ValueError(f"bandwidth must be > 0 or None (median heuristic), got {bandwidth}")
         self.bandwidth = bandwidth
 
     def forward(self, outputs: Tensor, batch: dict[str, Tensor]) -> Tensor:

@@ -12,9 +12,10 @@ argmax is 1), (N, 1) or (N,) (predicted positive = logit > 0); ``batch`` holds "
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import torch
+from annotated_types import Ge
 from torch import Tensor
 from torchmetrics import Metric
 
@@ -56,10 +57,8 @@ class _GroupRateGap(Metric):
     full_state_update = False
     metric_name = "group_rate_gap"
 
-    def __init__(self, num_groups: int = 2) -> None:
+    def __init__(self, num_groups: Annotated[int, Ge(2)] = 2) -> None:
         super().__init__()
-        if num_groups < 2:
-            raise ValueError(f"num_groups must be >= 2, got {num_groups}")
         self.num_groups = num_groups
         self.add_state("positives", default=torch.zeros(num_groups, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("totals", default=torch.zeros(num_groups, dtype=torch.long), dist_reduce_fx="sum")

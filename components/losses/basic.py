@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from components.kinds import Kind, WeightedLosses
+from components.types import PositiveFloat, ProperFraction
 
 
 def _match_target(outputs: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
@@ -39,10 +40,8 @@ class CrossEntropy(nn.Module):
 
     name = "cross_entropy"
 
-    def __init__(self, label_smoothing: float = 0.0) -> None:
+    def __init__(self, label_smoothing: ProperFraction = 0.0) -> None:
         super().__init__()
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
         self.label_smoothing = label_smoothing
 
     def forward(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -72,10 +71,8 @@ class BCE(nn.Module):
 
     name = "bce"
 
-    def __init__(self, pos_weight: float | None = None) -> None:
+    def __init__(self, pos_weight: PositiveFloat | None = None) -> None:
         super().__init__()
-        if pos_weight is not None and not pos_weight > 0:
-            raise ValueError(f"pos_weight must be > 0 or None, got {pos_weight}")
         self.pos_weight = pos_weight
 
     def forward(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:

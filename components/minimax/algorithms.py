@@ -26,15 +26,10 @@ import math
 from typing import Any, Literal
 
 import torch
+from components.types import PositiveFloat
 
 Tensor = torch.Tensor
 StepSchedule = Literal["constant", "sqrt"]
-
-
-def _check_positive(**values: float) -> None:
-    for name, value in values.items():
-        if not value > 0:
-            raise ValueError(f"{name} must be > 0, got {value}")
 
 
 class MinimaxAlgorithm:
@@ -120,9 +115,8 @@ class _Optimistic:
 
 
 class _Vanilla(MinimaxAlgorithm):
-    def __init__(self, step_size: float = 0.5, schedule: StepSchedule = "constant") -> None:
+    def __init__(self, step_size: PositiveFloat = 0.5, schedule: StepSchedule = "constant") -> None:
         super().__init__()
-        _check_positive(step_size=step_size)
         if schedule not in ("constant", "sqrt"):
             raise ValueError(f"schedule must be 'constant' or 'sqrt', got {schedule!r}")
         self.eta, self.schedule = step_size, schedule
@@ -154,17 +148,15 @@ class StochasticOptimisticGDA(_Optimistic, _Vanilla):
 class _Perturbed(MinimaxAlgorithm):
     def __init__(
         self,
-        regularization: float = 1.0,
+        regularization: PositiveFloat = 1.0,
         lambda_schedule: Literal["horizon", "anytime"] = "horizon",
-        exponent: float = 0.25,
-        max_step_size: float = 0.5,
-        step_scale: float = 2.0,
-        step_offset: float = 10.0,
+        exponent: PositiveFloat = 0.25,
+        max_step_size: PositiveFloat = 0.5,
+        step_scale: PositiveFloat = 2.0,
+        step_offset: PositiveFloat = 10.0,
         anchor: Literal["center", "initial"] = "center",
     ) -> None:
         super().__init__()
-        _check_positive(regularization=regularization, exponent=exponent, max_step_size=max_step_size,
-                        step_scale=step_scale, step_offset=step_offset)
         if lambda_schedule not in ("horizon", "anytime"):
             raise ValueError(f"lambda_schedule must be 'horizon' or 'anytime', got {lambda_schedule!r}")
         if anchor not in ("center", "initial"):

@@ -29,10 +29,15 @@ regularization would cost no bias; > 0 makes the bias real).
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
+from annotated_types import Interval
 from torch import nn
+from components.types import NonNegativeFloat, PositiveFloat, PositiveInt, Probability, ProperFraction
+
+# The smallest singular value of the coupling matrix, relative to the largest (1).
+SingularValue = Annotated[float, Interval(gt=0, le=1)]
 
 Constraint = Literal["box", "simplex", "ball"]
 
@@ -80,19 +85,8 @@ class _Game(nn.Module):
                  saddle_radius: float, min_singular_value: float) -> None:
         super().__init__()
         dim_y = dim if dim_y is None else dim_y
-        for name, value in (("dim", dim), ("dim_y", dim_y)):
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
         if constraint not in ("box", "simplex", "ball"):
             raise ValueError(f"constraint must be one of 'box', 'simplex', 'ball', got {constraint!r}")
-        if radius <= 0:
-            raise ValueError(f"radius must be > 0, got {radius}")
-        if sigma < 0:
-            raise ValueError(f"sigma must be >= 0, got {sigma}")
-        if not 0.0 <= saddle_radius < 1.0:
-            raise ValueError(f"saddle_radius must be in [0, 1), got {saddle_radius}")
-        if not 0.0 < min_singular_value <= 1.0:
-            raise ValueError(f"min_singular_value must be in (0, 1], got {min_singular_value}")
         self.dim_x, self.dim_y = dim, dim_y
         self.constraint, self.radius, self.sigma = constraint, radius, sigma
 
@@ -202,13 +196,13 @@ class BilinearGame(_Game):
 
     def __init__(
         self,
-        dim: int,
-        dim_y: int | None = None,
+        dim: PositiveInt,
+        dim_y: PositiveInt | None = None,
         constraint: Constraint = "box",
-        radius: float = 1.0,
-        sigma: float = 1.0,
-        saddle_radius: float = 0.0,
-        min_singular_value: float = 0.1,
+        radius: PositiveFloat = 1.0,
+        sigma: NonNegativeFloat = 1.0,
+        saddle_radius: ProperFraction = 0.0,
+        min_singular_value: SingularValue = 0.1,
         seed: int = 0,
     ) -> None:
         super().__init__(dim, dim_y, constraint, radius, sigma, saddle_radius, min_singular_value)
@@ -261,21 +255,17 @@ class QuadraticGame(_Game):
 
     def __init__(
         self,
-        dim: int,
-        dim_y: int | None = None,
-        radius: float = 1.0,
-        sigma: float = 1.0,
-        curvature: float = 0.5,
-        curved_fraction: float = 0.5,
-        saddle_radius: float = 0.5,
-        min_singular_value: float = 0.1,
+        dim: PositiveInt,
+        dim_y: PositiveInt | None = None,
+        radius: PositiveFloat = 1.0,
+        sigma: NonNegativeFloat = 1.0,
+        curvature: NonNegativeFloat = 0.5,
+        curved_fraction: Probability = 0.5,
+        saddle_radius: ProperFraction = 0.5,
+        min_singular_value: SingularValue = 0.1,
         seed: int = 0,
     ) -> None:
         super().__init__(dim, dim_y, "box", radius, sigma, saddle_radius, min_singular_value)
-        if curvature < 0:
-            raise ValueError(f"curvature must be >= 0, got {curvature}")
-        if not 0.0 <= curved_fraction <= 1.0:
-            raise ValueError(f"curved_fraction must be in [0, 1], got {curved_fraction}")
         generator = torch.Generator().manual_seed(seed)
         A = random_matrix(self.dim_x, self.dim_y, min_singular_value, generator)
         x_star = self._interior_point(self.dim_x, saddle_radius, generator)

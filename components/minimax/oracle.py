@@ -11,6 +11,7 @@ from __future__ import annotations
 import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
+from components.types import PositiveInt
 
 
 class _Steps(Dataset):
@@ -33,10 +34,8 @@ class OracleSteps(L.LightningDataModule):
         num_steps: Iterations per epoch, the horizon T of the algorithm (with `max_epochs: 1`).
     """
 
-    def __init__(self, num_steps: int) -> None:
+    def __init__(self, num_steps: PositiveInt) -> None:
         super().__init__()
-        if num_steps < 1:
-            raise ValueError(f"num_steps must be >= 1, got {num_steps}")
         self.num_steps = num_steps
 
     def _loader(self, n: int) -> DataLoader:

@@ -34,8 +34,10 @@ from typing import Annotated, Any, Literal
 import lightning as L
 import numpy as np
 import torch
+from annotated_types import Interval
 
 from components.kinds import Kind
+from components.types import PositiveInt
 
 # Nested nodes: a game from the `problems` table (contract: components.minimax.games) and an
 # algorithm from the `minimax_algorithms` table (contract: components.minimax.algorithms).
@@ -101,11 +103,11 @@ class Minimax(L.LightningModule):
         self,
         problem: Problem,
         algorithm: MinimaxAlgorithm,
-        replicates: int = 1,
+        replicates: PositiveInt = 1,
         init: Literal["random", "center"] = "random",
-        log_points_per_decade: int = 10,
-        slope_window: float = 0.5,
-        horizons: list[int] | None = None,
+        log_points_per_decade: PositiveInt = 10,
+        slope_window: Annotated[float, Interval(gt=0, le=1)] = 0.5,
+        horizons: list[PositiveInt] | None = None,
     ) -> None:
         super().__init__()
         missing = [m for m in _GAME_METHODS if not callable(getattr(problem, m, None))]
@@ -116,17 +118,11 @@ class Minimax(L.LightningModule):
             if not callable(getattr(algorithm, m, None)):
                 raise TypeError(f"algorithm must be a minimax algorithm (components.minimax.algorithms), "
                                 f"got {type(algorithm).__name__} without {m}")
-        if replicates < 1:
-            raise ValueError(f"replicates must be >= 1, got {replicates}")
         if init not in ("random", "center"):
             raise ValueError(f"init must be 'random' or 'center', got {init!r}")
-        if log_points_per_decade < 1:
-            raise ValueError(f"log_points_per_decade must be >= 1, got {log_points_per_decade}")
-        if not 0.0 < slope_window <= 1.0:
-            raise ValueError(f"slope_window must be in (0, 1], got {slope_window}")
         horizons = list(horizons or [])
-        if any(h < 1 for h in horizons) or len(set(horizons)) != len(horizons):
-            raise ValueError(f"horizons must be distinct iteration counts >= 1, got {horizons}")
+        if len(set(horizons)) != len(horizons):
+            raise ValueError(f"horizons must be distinct iteration counts, got {horizons}")
         self.automatic_optimization = False
         self.problem, self.algorithm = problem, algorithm
         self.replicates, self.init = replicates, init

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
+from annotated_types import MinLen
 from torch import nn
+from components.types import PositiveInt, ProperFraction
 
 
 class SmallCNN(nn.Module):
@@ -22,23 +26,15 @@ class SmallCNN(nn.Module):
 
     def __init__(
         self,
-        in_channels: int,
-        out_features: int,
-        channels: tuple[int, ...] = (16, 32),
-        kernel_size: int = 3,
-        dropout: float = 0.0,
+        in_channels: PositiveInt,
+        out_features: PositiveInt,
+        channels: Annotated[tuple[PositiveInt, ...], MinLen(1)] = (16, 32),
+        kernel_size: PositiveInt = 3,
+        dropout: ProperFraction = 0.0,
     ) -> None:
         super().__init__()
-        if in_channels < 1:
-            raise ValueError(f"in_channels must be >= 1, got {in_channels}")
-        if out_features < 1:
-            raise ValueError(f"out_features must be >= 1, got {out_features}")
-        if len(channels) == 0 or any(c < 1 for c in channels):
-            raise ValueError(f"channels must be a non-empty list of widths >= 1, got {list(channels)}")
-        if kernel_size < 1 or kernel_size % 2 == 0:
+        if kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be an odd integer >= 1, got {kernel_size}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         stages: list[nn.Module] = []
         width = in_channels
         for next_width in channels:

@@ -6,6 +6,7 @@ from typing import Literal
 
 import torch
 from torch import nn
+from components.types import PositiveInt, ProperFraction
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh}
 
@@ -26,24 +27,15 @@ class MLP(nn.Module):
 
     def __init__(
         self,
-        in_features: int,
-        out_features: int,
-        hidden: tuple[int, ...] = (64,),
+        in_features: PositiveInt,
+        out_features: PositiveInt,
+        hidden: tuple[PositiveInt, ...] = (64,),
         activation: Literal["relu", "gelu", "tanh"] = "relu",
-        dropout: float = 0.0,
+        dropout: ProperFraction = 0.0,
     ) -> None:
         super().__init__()
-        if in_features < 1:
-            raise ValueError(f"in_features must be >= 1, got {in_features}")
-        if out_features < 1:
-            raise ValueError(f"out_features must be >= 1, got {out_features}")
-        for width in hidden:
-            if width < 1:
-                raise ValueError(f"hidden widths must be >= 1, got {list(hidden)}")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{activation}'")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         layers: list[nn.Module] = []
         width = in_features
         for next_width in hidden:

@@ -15,6 +15,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+from components.types import PositiveInt, ProperFraction
 
 
 class Block(nn.Module):
@@ -55,23 +56,17 @@ class TransformerLM(nn.Module):
 
     def __init__(
         self,
-        vocab_size: int,
-        d_model: int = 64,
-        n_layers: int = 2,
-        n_heads: int = 4,
-        max_len: int = 128,
-        mlp_ratio: int = 4,
-        dropout: float = 0.0,
+        vocab_size: PositiveInt,
+        d_model: PositiveInt = 64,
+        n_layers: PositiveInt = 2,
+        n_heads: PositiveInt = 4,
+        max_len: PositiveInt = 128,
+        mlp_ratio: PositiveInt = 4,
+        dropout: ProperFraction = 0.0,
     ) -> None:
         super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("n_layers", n_layers),
-                            ("n_heads", n_heads), ("max_len", max_len), ("mlp_ratio", mlp_ratio)):
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
         if d_model % n_heads:
             raise ValueError(f"n_heads must divide d_model, got d_model={d_model}, n_heads={n_heads}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.vocab_size, self.d_model, self.max_len = vocab_size, d_model, max_len
         self.embed = nn.Embedding(vocab_size, d_model)
         self.position = nn.Embedding(max_len, d_model)

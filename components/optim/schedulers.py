@@ -10,10 +10,12 @@ which only the task knows. Each returns Lightning's lr-scheduler config
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from annotated_types import Interval
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR, StepLR
+from components.types import NonNegativeInt, PositiveInt, Probability
 
 INTERVALS = ("step", "epoch")
 
@@ -28,8 +30,8 @@ def _check_common(total_steps: int, interval: str) -> None:
 def cosine_with_warmup(
     optimizer: Optimizer,
     total_steps: int,
-    warmup_steps: int = 0,
-    min_lr_ratio: float = 0.0,
+    warmup_steps: NonNegativeInt = 0,
+    min_lr_ratio: Probability = 0.0,
     interval: Literal["step", "epoch"] = "step",
 ) -> dict[str, Any]:
     """Linear warmup from 0, then a half cosine from the base lr down to min_lr_ratio * lr.
@@ -48,10 +50,8 @@ def cosine_with_warmup(
         interval: Step the schedule every optimizer 'step' or every 'epoch'.
     """
     _check_common(total_steps, interval)
-    if not 0 <= warmup_steps <= total_steps:
+    if warmup_steps > total_steps:
         raise ValueError(f"warmup_steps must be in [0, total_steps={total_steps}], got {warmup_steps}")
-    if not 0.0 <= min_lr_ratio <= 1.0:
-        raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
 
     def factor(step: int) -> float:
         if step < warmup_steps:
@@ -65,8 +65,8 @@ def cosine_with_warmup(
 def step_decay(
     optimizer: Optimizer,
     total_steps: int,
-    step_size: int,
-    gamma: float = 0.1,
+    step_size: PositiveInt,
+    gamma: Annotated[float, Interval(gt=0, le=1)] = 0.1,
     interval: Literal["step", "epoch"] = "epoch",
 ) -> dict[str, Any]:
     """Multiply the lr by `gamma` every `step_size` scheduler steps (torch StepLR).
@@ -79,8 +79,4 @@ def step_decay(
         interval: Step the schedule every optimizer 'step' or every 'epoch'.
     """
     _check_common(total_steps, interval)
-    if step_size < 1:
-        raise ValueError(f"step_size must be >= 1, got {step_size}")
-    if not 0.0 < gamma <= 1.0:
-        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
     return {"scheduler": StepLR(optimizer, step_size=step_size, gamma=gamma), "interval": interval}

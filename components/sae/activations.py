@@ -32,6 +32,7 @@ from torch.utils.data import DataLoader, IterableDataset, Sampler
 
 from components.data.base import TensorDictDataset, keep_batch
 from components.kinds import Kind
+from components.types import PositiveInt
 
 Data = Annotated[Any, Kind("data")]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -116,24 +117,18 @@ class ActivationBuffer(L.LightningDataModule):
     def __init__(
         self,
         source: Data,
-        total_samples: int,
-        buffer_size: int | None = None,
-        batch_size: int = 1024,
-        eval_samples: int = 16384,
+        total_samples: PositiveInt,
+        buffer_size: PositiveInt | None = None,
+        batch_size: PositiveInt = 1024,
+        eval_samples: PositiveInt = 16384,
         selection_seed: int = 0,
         normalize: bool = True,
-        collect_batch_size: int = 64,
+        collect_batch_size: PositiveInt = 64,
         buffer_dtype: Literal["float32", "bfloat16"] = "float32",
     ) -> None:
         super().__init__()
-        if total_samples < 1:
-            raise ValueError(f"total_samples must be >= 1, got {total_samples}")
-        if buffer_size is not None and not 1 <= buffer_size <= total_samples:
+        if buffer_size is not None and buffer_size > total_samples:
             raise ValueError(f"buffer_size must be in [1, total_samples = {total_samples}] or null, got {buffer_size}")
-        for name, value in (("batch_size", batch_size), ("eval_samples", eval_samples),
-                            ("collect_batch_size", collect_batch_size)):
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
         if buffer_dtype not in DTYPES:
             raise ValueError(f"buffer_dtype must be one of {sorted(DTYPES)}, got '{buffer_dtype}'")
         if not hasattr(source, "split"):

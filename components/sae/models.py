@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from components.types import PositiveInt, ProperFraction
 
 
 class TopKSAE(nn.Module):
@@ -30,13 +31,9 @@ class TopKSAE(nn.Module):
         k: Active latents per row (at most).
     """
 
-    def __init__(self, d_in: int, n_latents: int, k: int) -> None:
+    def __init__(self, d_in: PositiveInt, n_latents: PositiveInt, k: PositiveInt) -> None:
         super().__init__()
-        if d_in < 1:
-            raise ValueError(f"d_in must be >= 1, got {d_in}")
-        if n_latents < 1:
-            raise ValueError(f"n_latents must be >= 1, got {n_latents}")
-        if not 1 <= k <= n_latents:
+        if k > n_latents:
             raise ValueError(f"k must be in [1, n_latents = {n_latents}], got {k}")
         self.d_in, self.n_latents, self.k = d_in, n_latents, k
         decoder = torch.randn(n_latents, d_in)
@@ -84,10 +81,9 @@ class BatchTopKSAE(TopKSAE):
             from each training batch's smallest kept activation, in [0, 1).
     """
 
-    def __init__(self, d_in: int, n_latents: int, k: int, threshold_decay: float = 0.99) -> None:
+    def __init__(self, d_in: PositiveInt, n_latents: PositiveInt, k: PositiveInt,
+                 threshold_decay: ProperFraction = 0.99) -> None:
         super().__init__(d_in, n_latents, k)
-        if not 0.0 <= threshold_decay < 1.0:
-            raise ValueError(f"threshold_decay must be in [0, 1), got {threshold_decay}")
         self.threshold_decay = threshold_decay
         # < 0: not estimated yet (no training step); inference then falls back to per-row TopK.
         self.register_buffer("threshold", torch.tensor(-1.0))

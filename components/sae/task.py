@@ -33,6 +33,7 @@ from torch import nn
 from components.kinds import Model
 from components.sae.metrics import FractionOfVarianceUnexplained
 from components.tasks.supervised import log_loss, optimizers_config
+from components.types import NonNegativeInt
 
 
 class _StopForward(Exception):
@@ -66,12 +67,10 @@ class SAETraining(L.LightningModule):
         loss: nn.Module | None = None,
         scheduler: Callable[..., dict[str, Any]] | None = None,
         site: str | None = None,
-        skip_positions: int = 0,
+        skip_positions: NonNegativeInt = 0,
         save_model_weights: bool = True,
     ) -> None:
         super().__init__()
-        if skip_positions < 0:
-            raise ValueError(f"skip_positions must be >= 0, got {skip_positions}")
         for method in ("encode", "decode", "normalize_decoder", "init_decoder_bias"):
             if not callable(getattr(sae, method, None)):
                 raise ValueError(f"sae must provide {method}(); got {type(sae).__name__}")

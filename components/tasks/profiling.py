@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import lightning as L
 import torch
+from annotated_types import Ge, MinLen
 from torch.utils.data import DataLoader
+from components.types import PositiveInt
 
 
 def _loglog_slope(xs: list[float], ys: list[float]) -> float:
@@ -38,13 +40,9 @@ class LossProfile(L.LightningModule):
         seed: Seed of the random logits and groups.
     """
 
-    def __init__(self, loss: Any, batch_sizes: list[int] = [512, 1024, 2048, 4096], repeats: int = 3,
-                 seed: int = 0) -> None:
+    def __init__(self, loss: Any, batch_sizes: Annotated[list[Annotated[int, Ge(2)]], MinLen(2)] = [512, 1024, 2048, 4096],
+                 repeats: PositiveInt = 3, seed: int = 0) -> None:
         super().__init__()
-        if len(batch_sizes) < 2 or min(batch_sizes) < 2:
-            raise ValueError(f"batch_sizes needs at least two sizes >= 2, got {batch_sizes}")
-        if repeats < 1:
-            raise ValueError(f"repeats must be >= 1, got {repeats}")
         self.loss, self.batch_sizes, self.repeats, self.seed = loss, list(batch_sizes), repeats, seed
 
     def _inputs(self, size: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -89,8 +89,13 @@ def test_csv_missing_values(tmp_path):
     assert str(error.value) == f"CSVTable: columns with missing values in {path}: b"
 
 
+def test_csv_features_name_a_column(argument_problems):
+    assert argument_problems("data", "csv_table", features=[]) == {
+        "features": "must have at least 1 item(s), got list []"}
+    assert argument_problems("data", "csv_table", features=["age"]) == {}
+
+
 @pytest.mark.parametrize("kwargs, message", [
-    ({"features": []}, "features must name at least one column, got []"),
     ({"target": "age"}, "a column may be used once among features, target and group, got ['age'] twice"),
 ])
 def test_csv_rejects_bad_arguments(table, kwargs, message):

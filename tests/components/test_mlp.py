@@ -42,11 +42,7 @@ def test_mlp_dropout_only_in_training():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"in_features": 0}, "in_features must be >= 1, got 0"),
-        ({"out_features": -1}, "out_features must be >= 1, got -1"),
-        ({"hidden": [8, 0]}, "hidden widths must be >= 1, got [8, 0]"),
         ({"activation": "sigmoid"}, "activation must be one of ['gelu', 'relu', 'tanh'], got 'sigmoid'"),
-        ({"dropout": 1.0}, "dropout must be in [0, 1), got 1.0"),
     ],
 )
 def test_mlp_rejects_bad_values(kwargs, message):
@@ -54,3 +50,15 @@ def test_mlp_rejects_bad_values(kwargs, message):
     with pytest.raises(ValueError) as error:
         MLP(**args)
     assert str(error.value) == message
+
+
+@pytest.mark.parametrize("arguments, problems", [
+    ({"in_features": 0, "out_features": -1}, {"in_features": "must be >= 1, got integer 0",
+                                              "out_features": "must be >= 1, got integer -1"}),
+    ({"hidden": [8, 0]}, {"hidden.1": "must be >= 1, got integer 0"}),
+    ({"in_features": 8.0}, {"in_features": "expected an integer >= 1, got number 8.0"}),
+    ({"dropout": 1.0}, {"dropout": "must be >= 0 and < 1, got number 1.0"}),
+    ({"in_features": 1, "out_features": 1, "hidden": [1], "dropout": 0.0}, {}),  # the edges are accepted
+])
+def test_mlp_argument_ranges(argument_problems, arguments, problems):
+    assert argument_problems("models", "mlp", **arguments) == problems

@@ -96,17 +96,26 @@ def test_collect_splits_concatenates_loader_batches_without_a_split_method(data)
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"num_rescalings": 0}, "num_rescalings must be >= 1, got 0"),
-        ({"log_std": 0.0}, "log_std must be > 0, got 0.0"),
         ({"likelihood": "poisson"}, "likelihood must be 'classification' or 'regression', got 'poisson'"),
-        ({"sigma_noise": -1.0}, "sigma_noise must be > 0, got -1.0"),
     ],
-    ids=["no-rescalings", "zero-log-std", "likelihood", "sigma"],
+    ids=["likelihood"],
 )
 def test_laplace_rescaling_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ValueError) as error:
         LaplaceRescaling(**kwargs)
     assert str(error.value) == message
+
+
+@pytest.mark.parametrize("arguments, problems", [
+    ({"num_rescalings": 0, "log_std": 0.0, "sigma_noise": -1.0},
+     {"num_rescalings": "must be >= 1, got integer 0", "log_std": "must be > 0, got number 0.0",
+      "sigma_noise": "must be > 0, got number -1.0"}),
+    ({"gammas": []}, {"gammas": "must have at least 1 item(s), got list []"}),
+    ({"gammas": [0.5, 2.0]}, {"gammas.1": "must be >= 0 and <= 1, got number 2.0"}),
+    ({"num_rescalings": 1, "log_std": 1e-6, "gammas": [0.0, 1.0]}, {}),
+])
+def test_laplace_rescaling_argument_ranges(argument_problems, arguments, problems):
+    assert argument_problems("analyses", "laplace_rescaling", **arguments) == problems
 
 
 def test_builder_builds_the_nested_analysis_node():

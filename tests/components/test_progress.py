@@ -32,7 +32,7 @@ def test_tqdm_on_a_terminal_without_rich(monkeypatch):
     assert type(progress_bar()) is TQDMProgressBar
 
 
-def test_negative_refresh_rate():
-    with pytest.raises(ValueError) as error:
-        progress_bar(-1)
-    assert str(error.value) == "refresh_rate must be >= 0, got -1"
+def test_negative_refresh_rate(argument_problems):
+    assert argument_problems("callbacks", "progress_bar", refresh_rate=-1) == {
+        "refresh_rate": "must be >= 0, got integer -1"}
+    assert argument_problems("callbacks", "progress_bar", refresh_rate=0) == {}

@@ -44,12 +44,21 @@ def test_step_decay_values():
 @pytest.mark.parametrize("call, message", [
     (lambda o: cosine_with_warmup(o, 0), "total_steps must be >= 1, got 0"),
     (lambda o: cosine_with_warmup(o, 10, warmup_steps=11), "warmup_steps must be in [0, total_steps=10], got 11"),
-    (lambda o: cosine_with_warmup(o, 10, min_lr_ratio=1.5), "min_lr_ratio must be in [0, 1], got 1.5"),
     (lambda o: cosine_with_warmup(o, 10, interval="batch"), "interval must be one of ['step', 'epoch'], got 'batch'"),
-    (lambda o: step_decay(o, 10, step_size=0), "step_size must be >= 1, got 0"),
-    (lambda o: step_decay(o, 10, step_size=1, gamma=0.0), "gamma must be in (0, 1], got 0.0"),
 ])
 def test_schedulers_reject_bad_values(call, message):
     with pytest.raises(ValueError) as error:
         call(make_optimizer())
     assert str(error.value) == message
+
+
+@pytest.mark.parametrize("name, arguments, problems", [
+    ("cosine", {"min_lr_ratio": 1.5, "warmup_steps": -1}, {"min_lr_ratio": "must be >= 0 and <= 1, got number 1.5",
+                                                          "warmup_steps": "must be >= 0, got integer -1"}),
+    ("cosine", {"min_lr_ratio": 1.0, "warmup_steps": 0}, {}),
+    ("step", {"step_size": 0, "gamma": 0.0}, {"step_size": "must be >= 1, got integer 0",
+                                              "gamma": "must be > 0 and <= 1, got number 0.0"}),
+    ("step", {"step_size": 1, "gamma": 1.0}, {}),
+])
+def test_scheduler_argument_ranges(argument_problems, name, arguments, problems):
+    assert argument_problems("schedulers", name, **arguments) == problems

@@ -64,15 +64,9 @@ def test_regression_noise_is_relative_to_unit_signal():
 @pytest.mark.parametrize(
     "cls, kwargs, message",
     [
-        (SyntheticClassification, {"n_samples": 0}, "n_samples must be >= 1, got 0"),
         (SyntheticClassification, {"n_informative": 9}, "n_informative must be in [1, n_features=8], got 9"),
-        (SyntheticClassification, {"n_classes": 1}, "n_classes must be >= 2, got 1"),
         (SyntheticClassification, {"n_classes": 5, "n_informative": 2},
          "n_classes must be <= 2**n_informative = 4, got 5"),
-        (SyntheticClassification, {"noise": 1.5}, "noise must be in [0, 1] (fraction of flipped labels), got 1.5"),
-        (SyntheticClassification, {"batch_size": 0}, "batch_size must be >= 1, got 0"),
-        (SyntheticRegression, {"n_targets": 0}, "n_targets must be >= 1, got 0"),
-        (SyntheticRegression, {"noise": -1.0}, "noise must be >= 0, got -1.0"),
         (SyntheticRegression, {"val_fraction": 0.6, "test_fraction": 0.4},
          "val_fraction + test_fraction must be < 1, got 0.6 + 0.4"),
     ],
@@ -81,3 +75,19 @@ def test_synthetic_rejects_bad_values(cls, kwargs, message):
     with pytest.raises(ValueError) as error:
         cls(**kwargs)
     assert str(error.value) == message
+
+
+@pytest.mark.parametrize("name, arguments, problems", [
+    ("synthetic_classification", {"n_samples": 0, "n_classes": 1},
+     {"n_samples": "must be >= 1, got integer 0", "n_classes": "must be >= 2, got integer 1"}),
+    ("synthetic_classification", {"noise": 1.5}, {"noise": "must be >= 0 and <= 1, got number 1.5"}),
+    ("synthetic_classification", {"batch_size": 0, "num_workers": -1},  # the base data module's ranges
+     {"batch_size": "must be >= 1, got integer 0", "num_workers": "must be >= 0, got integer -1"}),
+    ("synthetic_classification", {"val_fraction": 1.0}, {"val_fraction": "must be >= 0 and < 1, got number 1.0"}),
+    ("synthetic_regression", {"n_targets": 0, "noise": -1.0},
+     {"n_targets": "must be >= 1, got integer 0", "noise": "must be >= 0, got number -1.0"}),
+    ("synthetic_classification", {"n_samples": 1, "n_classes": 2, "noise": 1.0, "batch_size": 1, "num_workers": 0,
+                                  "val_fraction": 0.0}, {}),  # the edges are accepted
+])
+def test_synthetic_argument_ranges(argument_problems, name, arguments, problems):
+    assert argument_problems("data", name, **arguments) == problems

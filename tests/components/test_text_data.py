@@ -35,13 +35,22 @@ def test_char_text_file_corpus(tmp_path: Path):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"seq_len": 0}, "seq_len must be >= 1, got 0"),
     ({"corpus": "file"}, "path must be given exactly when corpus is 'file', got corpus='file', path=None"),
-    ({"val_fraction": 0.0}, r"val_fraction and test_fraction must be in \(0, 1\), got 0.0 and 0.1"),
 ])
 def test_char_text_rejects(kwargs, message):
     with pytest.raises(ValueError, match=message):
         CharText(**kwargs)
+
+
+@pytest.mark.parametrize("arguments, problems", [
+    ({"seq_len": 0}, {"seq_len": "must be >= 1, got integer 0"}),
+    ({"val_fraction": 0.0, "test_fraction": 1.0}, {"val_fraction": "must be > 0 and < 1, got number 0.0",
+                                                   "test_fraction": "must be > 0 and < 1, got number 1.0"}),
+    ({"max_chars": 1}, {"max_chars": "must be >= 2, got integer 1"}),
+    ({"seq_len": 1, "max_chars": 2, "val_fraction": 0.5}, {}),
+])
+def test_char_text_argument_ranges(argument_problems, arguments, problems):
+    assert argument_problems("data", "char_text", **arguments) == problems
 
 
 def test_token_file_reads_npy_and_names_the_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

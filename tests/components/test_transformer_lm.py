@@ -28,12 +28,19 @@ def test_residual_equals_the_output_of_blocks_i():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"d_model": 10, "n_heads": 4}, "n_heads must divide d_model, got d_model=10, n_heads=4"),
-    ({"n_layers": 0}, "n_layers must be >= 1, got 0"),
-    ({"dropout": 1.0}, r"dropout must be in \[0, 1\), got 1.0"),
 ])
 def test_rejects(kwargs, message):
     with pytest.raises(ValueError, match=message):
         TransformerLM(vocab_size=5, **kwargs)
+
+
+@pytest.mark.parametrize("arguments, problems", [
+    ({"n_layers": 0}, {"n_layers": "must be >= 1, got integer 0"}),
+    ({"dropout": 1.0}, {"dropout": "must be >= 0 and < 1, got number 1.0"}),
+    ({"vocab_size": 1, "n_layers": 1, "dropout": 0.0}, {}),
+])
+def test_argument_ranges(argument_problems, arguments, problems):
+    assert argument_problems("models", "transformer_lm", **arguments) == problems
 
 
 def test_too_long_input_is_an_error():

@@ -151,7 +151,7 @@ def test_base_data_arguments_are_checked_through_kwargs(tmp_path: Path, monkeypa
         assert [str(p) for p in info.value.problems] == [
             "override 'data.split_sed=3': data.split_sed: synthetic_classification has no argument "
             "'split_sed'. Did you mean 'split_seed'?",
-            "override 'data.batch_size=x': data.batch_size: expected an integer, got string 'x'",
+            "override 'data.batch_size=x': data.batch_size: expected an integer >= 1, got string 'x'",
         ]
 
 

@@ -81,18 +81,28 @@ def test_vanilla_ste_is_binary_from_the_start_and_fp_never():
         (lambda: BinarizationSite((2,), "weights", "stompp").set_progress(1.5), "progress must be in [0, 1], got 1.5"),
         (lambda: BinarizationSite((2,), "weights", "ste").set_progress(0.5),
          "a site with policy 'ste' has fixed masks; only stompp and stompp_ste sites can be progressed"),
-        (lambda: BinaryMLP(64, 10, depth=0), "depth must be >= 1, got 0"),
         (lambda: BinaryResNet(20, 3, 10), "depth must be one of [18, 34, 50], got 20"),
         (lambda: ProgressiveBinarization(order="backward"), "order must be one of forward, reverse, random, global, got 'backward'"),
         (lambda: ProgressiveBinarization(end_fraction=0.0), "end_fraction must be in (start_fraction=0.0, 1], got 0.0"),
-        (lambda: ProgressiveBinarization(refresh_fraction=2.0), "refresh_fraction must be in [0, 1], got 2.0"),
     ],
-    ids=["policy", "kind", "progress", "fixed-mask", "mlp-depth", "resnet-depth", "order", "end", "refresh"],
+    ids=["policy", "kind", "progress", "fixed-mask", "resnet-depth", "order", "end"],
 )
 def test_value_errors_name_the_argument(make, message):
     with pytest.raises(ValueError) as error:
         make()
     assert str(error.value) == message
+
+
+def test_binary_mlp_depth_range(argument_problems):
+    assert argument_problems("models", "binary_mlp", depth=0) == {"depth": "must be >= 1, got integer 0"}
+    assert argument_problems("models", "binary_mlp", depth=1) == {}
+
+
+def test_progressive_binarization_ranges(argument_problems):
+    assert argument_problems("callbacks", "progressive_binarization", refresh_fraction=2.0, start_fraction=1.0) == {
+        "refresh_fraction": "must be >= 0 and <= 1, got number 2.0",
+        "start_fraction": "must be >= 0 and < 1, got number 1.0"}
+    assert argument_problems("callbacks", "progressive_binarization", refresh_fraction=1.0, refresh_period=0) == {}
 
 
 def test_fully_committed_mlp_is_binary():

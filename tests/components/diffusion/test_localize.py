@@ -52,15 +52,15 @@ def test_keep_largest_keeps_one_component():
     assert mask[0, 0, 0, 0] == 0 and mask[0, 0, 7, 7] == 1 and int(mask.sum()) == 2
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"mask_fraction": 0.0}, "mask_fraction must be in (0, 1], got 0.0"),
-    ({"propagation_weight": 1.5}, "propagation_weight must be in [0, 1], got 1.5"),
-    ({"dilate": -1}, "propagation_steps and dilate must be >= 0, got 1 and -1"),
+@pytest.mark.parametrize("arguments, problems", [
+    ({"mask_fraction": 0.0}, {"mask_fraction": "must be > 0 and <= 1, got number 0.0"}),
+    ({"propagation_weight": 1.5}, {"propagation_weight": "must be >= 0 and <= 1, got number 1.5"}),
+    ({"dilate": -1, "resolutions": [64, 0]}, {"dilate": "must be >= 0, got integer -1",
+                                              "resolutions.1": "must be >= 1, got integer 0"}),
+    ({"mask_fraction": 1.0, "propagation_weight": 0.0, "propagation_steps": 0, "dilate": 0}, {}),
 ])
-def test_localizer_rejects_bad_arguments(kwargs, message):
-    with pytest.raises(ValueError) as error:
-        QualityContrastLocalizer(**kwargs)
-    assert str(error.value) == message
+def test_localizer_argument_ranges(argument_problems, arguments, problems):
+    assert argument_problems("localizers", "quality_contrast", **arguments) == problems
 
 
 def test_metrics():

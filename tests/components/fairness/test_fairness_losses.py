@@ -86,15 +86,22 @@ def test_missing_group_names_the_column(loss, name):
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: CvMDependence(regularization=0.0), "regularization must be > 0, got 0.0"),
     (lambda: CvMDependence(on="rank"), "on must be 'logit' or 'probability', got 'rank'"),
-    (lambda: HSIC(bandwidth=-1.0), r"bandwidth must be > 0 or None \(median heuristic\), got -1.0"),
     (lambda: CvMDependence()(torch.zeros(4, 3), {"group": torch.zeros(4)}),
      r"cvm_dependence needs binary-classifier outputs of shape \(N, 2\), \(N, 1\) or \(N,\), got \(4, 3\)"),
 ])
 def test_bad_arguments(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+@pytest.mark.parametrize("name, arguments, problems", [
+    ("cvm_dependence", {"regularization": 0.0}, {"regularization": "must be > 0, got number 0.0"}),
+    ("hsic", {"bandwidth": -1.0}, {"bandwidth": "must be > 0, got number -1.0"}),
+    ("hsic", {"bandwidth": None}, {}),
+])
+def test_argument_ranges(argument_problems, name, arguments, problems):
+    assert argument_problems("losses", name, **arguments) == problems
 
 
 def test_name_and_no_weight_follow_the_loss_contract():

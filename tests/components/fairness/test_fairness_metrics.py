@@ -48,5 +48,9 @@ def test_missing_group_and_out_of_range_group():
         DemographicParityGap().update(torch.randn(3, 2), {"y": torch.zeros(3, dtype=torch.long)})
     with pytest.raises(ValueError, match=r"batch\['group'\] values must be in \[0, 1\] \(num_groups=2\), got values in \[0, 2\]"):
         EqualOpportunityGap().update(torch.randn(3, 2), {"y": torch.ones(3, dtype=torch.long), "group": torch.tensor([0, 1, 2])})
-    with pytest.raises(ValueError, match="num_groups must be >= 2, got 1"):
-        DemographicParityGap(num_groups=1)
+
+
+def test_num_groups_range(argument_problems):
+    assert argument_problems("metrics", "demographic_parity_gap", num_groups=1) == {
+        "num_groups": "must be >= 2, got integer 1"}
+    assert argument_problems("metrics", "equal_opportunity_gap", num_groups=2) == {}

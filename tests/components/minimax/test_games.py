@@ -106,15 +106,21 @@ def test_construction_is_seeded() -> None:
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: BilinearGame(0), "dim must be >= 1, got 0"),
         (lambda: BilinearGame(3, constraint="cube"), "constraint must be one of 'box', 'simplex', 'ball', got 'cube'"),
-        (lambda: BilinearGame(3, sigma=-1.0), "sigma must be >= 0, got -1.0"),
-        (lambda: BilinearGame(3, saddle_radius=1.0), r"saddle_radius must be in \[0, 1\), got 1.0"),
-        (lambda: BilinearGame(3, min_singular_value=0.0), r"min_singular_value must be in \(0, 1\], got 0.0"),
-        (lambda: QuadraticGame(3, curvature=-0.5), "curvature must be >= 0, got -0.5"),
-        (lambda: QuadraticGame(3, curved_fraction=1.5), r"curved_fraction must be in \[0, 1\], got 1.5"),
     ],
 )
 def test_bad_arguments(make, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=f"^{message}$"):
         make()
+
+
+@pytest.mark.parametrize("name, arguments, problems", [
+    ("bilinear_game", {"dim": 0, "sigma": -1.0}, {"dim": "must be >= 1, got integer 0", "sigma": "must be >= 0, got number -1.0"}),
+    ("bilinear_game", {"saddle_radius": 1.0, "min_singular_value": 0.0},
+     {"saddle_radius": "must be >= 0 and < 1, got number 1.0", "min_singular_value": "must be > 0 and <= 1, got number 0.0"}),
+    ("quadratic_bilinear_game", {"curvature": -0.5, "curved_fraction": 1.5},
+     {"curvature": "must be >= 0, got number -0.5", "curved_fraction": "must be >= 0 and <= 1, got number 1.5"}),
+    ("quadratic_bilinear_game", {"dim": 1, "curvature": 0.0, "curved_fraction": 1.0, "min_singular_value": 1.0}, {}),
+])
+def test_argument_ranges(argument_problems, name: str, arguments: dict, problems: dict) -> None:  # type: ignore[no-untyped-def]
+    assert argument_problems("problems", name, **arguments) == problems

@@ -119,9 +119,7 @@ def test_noise_floor_versus_perturbed_rate_at_tiny_size() -> None:
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: StochasticExtragradient(step_size=0.0), "step_size must be > 0, got 0.0"),
         (lambda: StochasticOptimisticGDA(schedule="linear"), "schedule must be 'constant' or 'sqrt', got 'linear'"),
-        (lambda: PerturbedExtragradient(regularization=-1.0), "regularization must be > 0, got -1.0"),
         (lambda: PerturbedOptimisticGDA(lambda_schedule="fixed"), "lambda_schedule must be 'horizon' or 'anytime', got 'fixed'"),
         (lambda: PerturbedOptimisticGDA(anchor="origin"), "anchor must be 'center' or 'initial', got 'origin'"),
     ],
@@ -136,3 +134,13 @@ def test_perturbed_step_needs_reset() -> None:
     with pytest.raises(RuntimeError, match=r"PerturbedExtragradient.reset\(...\) must be called before step\(...\)"):
         PerturbedExtragradient().step(game, *game.center(), 0)
     assert math.isfinite(float(game.gap(*StochasticExtragradient().step(game, *game.center(), 0))))
+
+
+@pytest.mark.parametrize("name, arguments, problems", [
+    ("seg", {"step_size": 0.0}, {"step_size": "must be > 0, got number 0.0"}),
+    ("perturbed_seg", {"regularization": -1.0, "exponent": 0}, {"regularization": "must be > 0, got number -1.0",
+                                                               "exponent": "must be > 0, got integer 0"}),
+    ("perturbed_sogda", {"regularization": 1e-9, "step_offset": 1e-9}, {}),
+])
+def test_argument_ranges(argument_problems, name: str, arguments: dict, problems: dict) -> None:  # type: ignore[no-untyped-def]
+    assert argument_problems("minimax_algorithms", name, **arguments) == problems

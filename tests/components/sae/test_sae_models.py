@@ -44,12 +44,19 @@ def test_decoder_atoms_stay_unit_norm_and_bias_starts_at_the_mean():
 
 @pytest.mark.parametrize("cls, kwargs, message", [
     (TopKSAE, {"d_in": 4, "n_latents": 8, "k": 9}, r"k must be in \[1, n_latents = 8\], got 9"),
-    (TopKSAE, {"d_in": 0, "n_latents": 8, "k": 1}, "d_in must be >= 1, got 0"),
-    (BatchTopKSAE, {"d_in": 4, "n_latents": 8, "k": 1, "threshold_decay": 1.0}, r"threshold_decay must be in \[0, 1\), got 1.0"),
 ])
 def test_rejects(cls, kwargs, message):
     with pytest.raises(ValueError, match=message):
         cls(**kwargs)
+
+
+@pytest.mark.parametrize("name, arguments, problems", [
+    ("topk_sae", {"d_in": 0, "k": 0}, {"d_in": "must be >= 1, got integer 0", "k": "must be >= 1, got integer 0"}),
+    ("batchtopk_sae", {"threshold_decay": 1.0}, {"threshold_decay": "must be >= 0 and < 1, got number 1.0"}),
+    ("batchtopk_sae", {"d_in": 1, "n_latents": 1, "k": 1, "threshold_decay": 0.0}, {}),
+])
+def test_argument_ranges(argument_problems, name, arguments, problems):
+    assert argument_problems("models", name, **arguments) == problems
 
 
 def test_width_mismatch_is_named():
