@@ -73,7 +73,7 @@ def _check_exact_resume(tracked: str, runs: Path, overrides: list[str], kill_at:
     step, batches = _checkpoint_position(runs, run_id)
     killed = _history(client, run_id)
     # the kill is mid-epoch, after the checkpoint, and steps after the checkpoint were logged
-    assert step < kill_at and batches > 0
+    assert step < kill_at and 0 < batches < 17  # 17 batches an epoch
     assert max(s for s, _ in killed["train/loss"]) > step
     resumed = resume(run_id)
     assert resumed.run_id == run_id
@@ -103,7 +103,7 @@ def test_user_checkpoint_callback_does_not_change_where_resume_starts(tracked: s
 def test_max_epochs_with_dropout_resumes_exactly(tracked: str, tmp_path: Path) -> None:
     """Stopping by epochs; dropout draws from torch's generator, restored with the checkpoint."""
     epochs = ["trainer.max_steps=-1", "trainer.max_epochs=6", "model.dropout=0.3"]
-    _check_exact_resume(tracked, tmp_path / "runs", epochs, kill_at=60)
+    _check_exact_resume(tracked, tmp_path / "runs", epochs, kill_at=80)
 
 
 def test_early_stopping_resumes_exactly(tracked: str, tmp_path: Path) -> None:
