@@ -361,14 +361,14 @@ def with_resume_checkpoint(callbacks: list[Any], trainer_kwargs: dict[str, Any])
     return [*callbacks, ResumeCheckpoint()]
 
 
-def _fit_finished(checkpoint: str | None) -> bool:
-    """Whether a resume checkpoint was written when fit ended (then resume only loads its weights)."""
+def _finished_fit_weights(checkpoint: str | None) -> dict[str, Any] | None:
+    """The weights of a resume checkpoint written when fit had ended, else None."""
     if checkpoint is None:
-        return False
+        return None
     import torch
 
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    return bool(state.get("callbacks", {}).get("expspec.resume", {}).get("fit_finished"))
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    return state["state_dict"] if state.get("callbacks", {}).get("expspec.resume", {}).get("fit_finished") else None
 
 
 def run_phases(trainer: Any, built: Any, phases: list[str], resume_checkpoint: str | None = None) -> dict[str, float]:
@@ -376,11 +376,9 @@ def run_phases(trainer: Any, built: Any, phases: list[str], resume_checkpoint: s
     phase produced. An interrupted fit raises KeyboardInterrupt (the run is marked KILLED).
     Resuming from a checkpoint written when fit had ended skips fit and starts from its weights."""
     metrics: dict[str, float] = {}
-    if "fit" in phases and _fit_finished(resume_checkpoint):
-        import torch
-
-        state = torch.load(resume_checkpoint, map_location="cpu", weights_only=False)
-        built.task.load_state_dict(state["state_dict"])
+    weights = _finished_fit_weights(resume_checkpoint) if "fit" in phases else None
+    if weights is not None:
+        built.task.load_state_dict(weights)
         phases = [p for p in phases if p != "fit"]
     for phase in phases:
         if phase == "fit":

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "specs/cvm_fairness/tiny.yaml"
 EPOCHS = ["trainer.max_steps=-1", "trainer.max_epochs=25", "trainer.limit_val_batches=2"]
 # Kills itself with SIGKILL (no clean-up of any kind) before the train batch after `step`
-# optimizer steps: a deterministic point between two resume checkpoints.
+# optimizer steps (a deterministic point between two resume checkpoints), or with step None at
+# the first test batch, after fit ended.
 KILL_AT = """
 import os, signal, sys
 from lightning.pytorch.callbacks import Callback
@@ -32,6 +33,10 @@ class KillAt(Callback):
         if trainer.global_step == {step}:
             os.kill(os.getpid(), signal.SIGKILL)
 
+    def on_test_batch_start(self, trainer, *args):
+        if {step} is None:
+            os.kill(os.getpid(), signal.SIGKILL)
+
 add = runner.with_resume_checkpoint
 runner.with_resume_checkpoint = lambda callbacks, kwargs: [*add(callbacks, kwargs), KillAt()]
 from framework.cli import main
@@ -39,7 +44,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def _killed_at(step: int, overrides: list[str], runs: Path) -> str:
+def _killed_at(step: int | None, overrides: list[str], runs: Path) -> str:
     """Run the tiny spec in a process that SIGKILLs itself at `step`; the id of its run."""
     before = set(runs.glob("*/*"))
     done = subprocess.run([sys.executable, "-c", KILL_AT.format(step=step), "run", str(TINY), *overrides],
@@ -63,18 +68,21 @@ def _checkpoint_position(runs: Path, run_id: str) -> tuple[int, int]:
     return state["global_step"], loader["batches"]
 
 
-def _check_exact_resume(tracked: str, runs: Path, overrides: list[str], kill_at: int) -> tuple[dict, dict]:
-    """Run uninterrupted; run again killed at `kill_at` steps; resume; compare. The reference and
-    resumed histories, for further checks."""
+def _check_exact_resume(tracked: str, runs: Path, overrides: list[str], kill_at: int | None) -> tuple[dict, dict]:
+    """Run uninterrupted; run again killed at `kill_at` steps (None: while testing); resume;
+    compare. The reference and resumed histories, for further checks."""
     client = MlflowClient(tracked)
     reference = run(TINY, overrides)
     run_id = _killed_at(kill_at, overrides, runs)
     assert client.get_run(run_id).info.status == "RUNNING"  # SIGKILL leaves no chance to say more
     step, batches = _checkpoint_position(runs, run_id)
     killed = _history(client, run_id)
-    # the kill is mid-epoch, after the checkpoint, and steps after the checkpoint were logged
-    assert step < kill_at and 0 < batches < 17  # 17 batches an epoch
-    assert max(s for s, _ in killed["train/loss"]) > step
+    if kill_at is not None:
+        # the kill is mid-epoch, after the checkpoint, and steps after the checkpoint were logged
+        assert step < kill_at and 0 < batches < 17  # 17 batches an epoch
+        assert max(s for s, _ in killed["train/loss"]) > step
+    else:
+        assert not any(key.startswith("test/") for key in killed)
     resumed = resume(run_id)
     assert resumed.run_id == run_id
     assert client.get_run(run_id).info.status == "FINISHED"
@@ -106,12 +114,13 @@ def test_max_epochs_with_dropout_resumes_exactly(tracked: str, tmp_path: Path) -
     _check_exact_resume(tracked, tmp_path / "runs", epochs, kill_at=80)
 
 
-def test_early_stopping_resumes_exactly(tracked: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kill_at", [pytest.param(30, marks=pytest.mark.slow), None], ids=["training", "testing"])
+def test_early_stopping_resumes_exactly(tracked: str, tmp_path: Path, kill_at: int | None) -> None:
     """Early stopping's patience count is in the checkpoint; a run killed after it stopped
-    training (here: while testing, after the last checkpoint) does not train again."""
+    training (while testing) does not train again (Lightning does not store `should_stop`)."""
     stopping = ["callbacks=[{type: early_stopping, monitor: val/accuracy, mode: max, patience: 1}]",
                 "trainer.max_steps=-1", "trainer.max_epochs=30", "optimizer.lr=0.05"]
-    expected, _ = _check_exact_resume(tracked, tmp_path / "runs", stopping, kill_at=40)
+    expected, _ = _check_exact_resume(tracked, tmp_path / "runs", stopping, kill_at=kill_at)
     assert expected["epoch"][-1][1] < 29  # it stopped early
 
 
