@@ -361,25 +361,10 @@ def with_resume_checkpoint(callbacks: list[Any], trainer_kwargs: dict[str, Any])
     return [*callbacks, ResumeCheckpoint()]
 
 
-def _finished_fit_weights(checkpoint: str | None) -> dict[str, Any] | None:
-    """The weights of a resume checkpoint written when fit had ended, else None."""
-    if checkpoint is None:
-        return None
-    import torch
-
-    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    return state["state_dict"] if state.get("callbacks", {}).get("expspec.resume", {}).get("fit_finished") else None
-
-
 def run_phases(trainer: Any, built: Any, phases: list[str], resume_checkpoint: str | None = None) -> dict[str, float]:
     """Run the phases (fit, test, predict) in order; the last value of every scalar metric any
-    phase produced. An interrupted fit raises KeyboardInterrupt (the run is marked KILLED).
-    Resuming from a checkpoint written when fit had ended skips fit and starts from its weights."""
+    phase produced. An interrupted fit raises KeyboardInterrupt (the run is marked KILLED)."""
     metrics: dict[str, float] = {}
-    weights = _finished_fit_weights(resume_checkpoint) if "fit" in phases else None
-    if weights is not None:
-        built.task.load_state_dict(weights)
-        phases = [p for p in phases if p != "fit"]
     for phase in phases:
         if phase == "fit":
             trainer.fit(built.task, datamodule=built.data, ckpt_path=resume_checkpoint)

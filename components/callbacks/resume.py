@@ -34,7 +34,8 @@ class ResumeCheckpoint(Checkpoint):
     validation) and, like every Checkpoint callback, after the other callbacks' hooks, so the
     state of early stopping is that of the same step. The write at the end of fit records
     `fit_finished`: a run killed later (while testing) resumes with the final weights and no more
-    training, which matters when fit stopped early (Lightning does not store `should_stop`).
+    training (`should_stop` is set again on load: Lightning does not store it, and a run that early
+    stopping ended would otherwise train on).
 
     Args:
         every_n_steps: Optimizer steps between writes. Default: a twentieth of the steps the
@@ -97,6 +98,8 @@ class ResumeCheckpoint(Checkpoint):
     def on_load_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
         saved = checkpoint.get("expspec.epoch_so_far")
         self._epoch_to_restore = EpochSoFar(**saved) if saved else None
+        if checkpoint.get("callbacks", {}).get(self.state_key, {}).get("fit_finished"):
+            trainer.should_stop = True  # fit restores the loops (the step test logs at) and stops
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         self._save(trainer, force=True)
