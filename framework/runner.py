@@ -1,10 +1,14 @@
-"""Running a spec: load -> validate -> seed and threads -> track -> build -> phases -> cache.
+"""Running a spec: load -> validate -> seed and threads -> build -> track -> phases -> cache.
 
 - Phases (`phases:`, default [fit, test]) run in order; test uses the weights at the end of fit
   (not a "best" checkpoint), so reported test metrics belong to the model the run produced.
 - Every finished run stores its final weights and metrics in a local cache keyed by its
   operative-spec hash (`.expspec/cache/<hash>/`, or $EXPSPEC_CACHE_DIR): `init: {spec: ...}` and
   `exp reproduce` reuse them instead of retraining the same thing.
+- Every run that fits writes a resume checkpoint (components/callbacks/resume.py); `exp resume`
+  continues a killed run from it exactly, into the same MLflow run (see `resume`).
+- The spec is built before its MLflow run is opened: a spec error found while building leaves
+  no run behind (see `run_unit`).
 - A spec with stages runs them in order as children of one parent run; `init: {stage: s}` loads
   stage s's final weights.
 - Under DDP and multi-node launchers only global rank zero talks to MLflow and the cache; the
@@ -351,12 +355,11 @@ def _trainer(built: Any, tracker: Any) -> Any:
 
 def with_resume_checkpoint(callbacks: list[Any], trainer_kwargs: dict[str, Any]) -> list[Any]:
     """The spec's callbacks and a ResumeCheckpoint (the file `exp resume` reads), unless the spec
-    lists one (to set its cadence) or turns checkpointing off (`trainer.enable_checkpointing:
-    false`: such a run cannot be resumed). It replaces Lightning's default checkpoint; a user's own
-    `checkpoint` callbacks still write their files."""
+    lists one (to set its cadence). Being a Checkpoint callback, it replaces Lightning's default
+    checkpoint; a user's own `checkpoint` callbacks still write their files."""
     from components.callbacks.resume import ResumeCheckpoint
 
-    if trainer_kwargs.get("enable_checkpointing") is False or any(isinstance(c, ResumeCheckpoint) for c in callbacks):
+    if any(isinstance(c, ResumeCheckpoint) for c in callbacks):
         return list(callbacks)
     return [*callbacks, ResumeCheckpoint()]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 import os
 import random
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -30,9 +29,9 @@ class ResumeCheckpoint(Checkpoint):
     The file also holds the random number generators' states (torch, numpy, python) at the save;
     they are restored when training starts again. A write mid-epoch also holds what the epoch has
     accumulated so far (`EpochSoFar`), so the epoch's train metrics cover all of its batches
-    after a resume, as they would without one. Saves happen where Lightning's own ModelCheckpoint saves (after a batch, at epoch end after
-    validation) and, like every Checkpoint callback, after the other callbacks' hooks, so the
-    state of early stopping is that of the same step. The write at the end of fit records
+    after a resume, as they would without one. Saves happen where Lightning's own ModelCheckpoint
+    saves (after a batch, at epoch end after validation) and, like every Checkpoint callback,
+    after the other callbacks' hooks, so the state of early stopping is that of the same step. The write at the end of fit records
     `fit_finished`: a run killed later (while testing) resumes with the final weights and no more
     training (`should_stop` is set again on load: Lightning does not store it, and a run that early
     stopping ended would otherwise train on).
@@ -47,7 +46,7 @@ class ResumeCheckpoint(Checkpoint):
         if every_n_steps is not None and every_n_steps < 1:
             raise ValueError(f"every_n_steps must be >= 1 or null, got {every_n_steps}")
         self.every_n_steps = every_n_steps
-        self.dirpath: Path | None = None  # set by the runner; else Lightning's log folder
+        self.dirpath: Path | None = None  # first save: <logger's folder>/<experiment id>/<run id>/checkpoints
         self.fit_finished = False
         self._interval = every_n_steps or 1
         self._last_saved_step = -1
@@ -67,6 +66,8 @@ class ResumeCheckpoint(Checkpoint):
         self._rng_to_restore = state_dict.get("rng")
 
     def path(self, trainer: Any) -> Path:
+        """Where the file goes: the folder Lightning's ModelCheckpoint would use (runs_dir() for
+        our MLflow logger), which is where `exp resume` looks for it."""
         if self.dirpath is None:
             logger = trainer.logger
             root = Path(getattr(logger, "save_dir", None) or trainer.default_root_dir)
