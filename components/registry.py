@@ -48,6 +48,7 @@ ENTRIES = {
         "early_stopping": "lightning.pytorch.callbacks:EarlyStopping",
         "lr_monitor": "lightning.pytorch.callbacks:LearningRateMonitor",
         "progress_bar": "components.callbacks.progress:progress_bar",
+        "resume_checkpoint": "components.callbacks.resume:ResumeCheckpoint",
     },
     "tasks": {
         "classification": "components.tasks.supervised:Classification",

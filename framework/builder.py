@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import registry
@@ -27,6 +27,7 @@ class Built:
     data: Any
     callbacks: list[Any]
     trainer_kwargs: dict[str, Any]
+    skipped_weights: list[str] = field(default_factory=list)  # init weights not loaded (strict: false)
 
 
 class Builder:

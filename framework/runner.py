@@ -1,10 +1,14 @@
-"""Running a spec: load -> validate -> seed and threads -> track -> build -> phases -> cache.
+"""Running a spec: load -> validate -> seed and threads -> build -> track -> phases -> cache.
 
 - Phases (`phases:`, default [fit, test]) run in order; test uses the weights at the end of fit
   (not a "best" checkpoint), so reported test metrics belong to the model the run produced.
 - Every finished run stores its final weights and metrics in a local cache keyed by its
   operative-spec hash (`.expspec/cache/<hash>/`, or $EXPSPEC_CACHE_DIR): `init: {spec: ...}` and
   `exp reproduce` reuse them instead of retraining the same thing.
+- Every run that fits writes a resume checkpoint (components/callbacks/resume.py); `exp resume`
+  continues a killed run from it exactly, into the same MLflow run (see `resume`).
+- The spec is built before its MLflow run is opened: a spec error found while building leaves
+  no run behind (see `run_unit`).
 - A spec with stages runs them in order as children of one parent run; `init: {stage: s}` loads
   stage s's final weights.
 - Under DDP and multi-node launchers only global rank zero talks to MLflow and the cache; the
@@ -141,8 +145,15 @@ def _quiet_lightning() -> None:
         warnings.filterwarnings("ignore", message=message)
 
 
-def load_weights(task: Any, checkpoint: str, strict: bool) -> None:
-    """Load the `model.*` weights of a checkpoint (a Lightning .ckpt or our cache file)."""
+def load_weights(task: Any, checkpoint: str, unit: Unit) -> list[str]:
+    """Load the `model.*` weights of a checkpoint (a Lightning .ckpt or our cache file) into the
+    task's model; the tensors not loaded, described. With `init.strict: true` (the default) the
+    model and the checkpoint must hold the same tensor names with the same shapes, else a
+    SpecError at `init` names every difference. With `strict: false` every tensor whose name and
+    shape match is loaded and the rest are skipped (a new head of another size keeps its fresh
+    initialization), said in a warning and in the run's tag `expspec.init_skipped`."""
+    import logging
+
     import torch
 
     state = torch.load(checkpoint, map_location="cpu", weights_only=True)
@@ -150,7 +161,24 @@ def load_weights(task: Any, checkpoint: str, strict: bool) -> None:
     weights = {k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")}
     if not weights:
         raise ValueError(f"{checkpoint} holds no 'model.*' weights")
-    task.model.load_state_dict(weights, strict=strict)
+    own = task.model.state_dict()
+    matching = {k: v for k, v in weights.items() if k in own and tuple(v.shape) == tuple(own[k].shape)}
+    skipped = [f"{k} (shape {tuple(weights[k].shape)} in the checkpoint, {tuple(own[k].shape)} in the model)"
+               for k in weights if k in own and k not in matching]
+    skipped += [f"{k} (not in the checkpoint)" for k in own if k not in weights]
+    skipped += [f"{k} (not in the model)" for k in weights if k not in own]
+    if skipped and unit.operative["init"]["strict"]:
+        mark = unit.loaded.value_mark(("init", "strict")) or Mark(unit.loaded.source)
+        path = ("stages", unit.stage, "init") if unit.stage else ("init",)
+        raise SpecError([Problem(mark, path, f"the weights of {checkpoint} do not fit the model: "
+                                 + "; ".join(skipped) + ". With `init.strict: false` the tensors that "
+                                 "match by name and shape are loaded and these are skipped")])
+    task.model.load_state_dict(matching, strict=False)
+    if skipped:
+        logging.getLogger("expspec").warning(
+            f"init: loaded {len(matching)} of {len(own)} tensors of the model from {checkpoint}; skipped "
+            + "; ".join(skipped))
+    return skipped
 
 
 def run(spec_path: str | Path, overrides: list[str] | None = None) -> RunResult:
@@ -226,23 +254,29 @@ def run_unit(
     resume_run_id: str | None = None,
     resume_checkpoint: str | None = None,
 ) -> RunResult:
-    """One run: seed, track, build, run the phases, cache the final weights. The MLflow run ends
-    FINISHED, or FAILED/KILLED with the error when anything here raises."""
-    from framework.builder import Builder
-
+    """One run: seed, build, track, run the phases, cache the final weights. The MLflow run ends
+    FINISHED, or FAILED/KILLED with the error when anything here raises. The spec is built before
+    the run is opened: a mistake found while building (a size the data contradicts, init weights
+    that do not fit) is a SpecError and leaves no run in the store; any other build error is
+    recorded as a FAILED run."""
     operative = unit.operative
     _quiet_lightning()
     # The upstream spec of `init: {spec}` may run here first, in this process: threads and seed
     # are set after it, so a run draws the same random numbers whether its upstream was cached or not.
     checkpoint = _resolve_init(unit, init_checkpoint)
     _seed(operative)
-    tracker, run_id = _open_run(unit, unit_hash, overrides, parent_run_id, resume_run_id)
-    if tracker and checkpoint:
-        tracker.client.set_tag(run_id, "expspec.init_checkpoint", checkpoint)
     try:
-        built = Builder(unit.loaded).build(operative)
-        if checkpoint:
-            load_weights(built.task, checkpoint, operative["init"]["strict"])
+        built, skipped = _build(unit, checkpoint), None
+    except SpecError:
+        raise
+    except Exception as error:
+        built, skipped = None, error
+    tracker, run_id = _open_run(unit, unit_hash, overrides, parent_run_id, resume_run_id)
+    try:
+        if skipped is not None:
+            raise skipped
+        if tracker:
+            _tag_init(tracker, run_id, checkpoint, built.skipped_weights)
         trainer = _trainer(built, tracker)
         metrics = run_phases(trainer, built, operative["phases"], resume_checkpoint)
         final = _save_final(built.task, unit_hash) if is_rank_zero() else None
@@ -253,9 +287,27 @@ def run_unit(
     result = RunResult(run_id=run_id, metrics=metrics, operative=operative, spec_hash=unit_hash, checkpoint=final)
     if tracker:
         tracker.client.set_tag(run_id, "expspec.checkpoint", final or "")
+        if operative["tracking"]["log_checkpoints"] and last_checkpoint(run_id):
+            tracker.client.log_artifact(run_id, str(last_checkpoint(run_id)), "checkpoints")
         tracker.finish()
         _store(result)
     return result
+
+
+def _build(unit: Unit, checkpoint: str | None) -> Any:
+    """The built spec, with the init weights loaded (`built.skipped_weights`: what was not)."""
+    from framework.builder import Builder
+
+    built = Builder(unit.loaded).build(unit.operative)
+    built.skipped_weights = load_weights(built.task, checkpoint, unit) if checkpoint else []
+    return built
+
+
+def _tag_init(tracker: Any, run_id: str, checkpoint: str | None, skipped: list[str]) -> None:
+    if checkpoint:
+        tracker.client.set_tag(run_id, "expspec.init_checkpoint", checkpoint)
+    if skipped:
+        tracker.client.set_tag(run_id, "expspec.init_skipped", ", ".join(skipped)[:5000])
 
 
 def _seed(operative: dict[str, Any]) -> None:
@@ -286,7 +338,7 @@ def _trainer(built: Any, tracker: Any) -> Any:
     import lightning as L
     from lightning.pytorch.callbacks import ProgressBar
 
-    callbacks = list(built.callbacks)
+    callbacks = with_resume_checkpoint(built.callbacks, built.trainer_kwargs)
     if sys.stderr.isatty() and not any(isinstance(c, ProgressBar) for c in callbacks):
         from components.callbacks.progress import progress_bar
 
@@ -299,6 +351,17 @@ def _trainer(built: Any, tracker: Any) -> Any:
         enable_progress_bar=any(isinstance(c, ProgressBar) for c in callbacks),
         enable_model_summary=False,
     )
+
+
+def with_resume_checkpoint(callbacks: list[Any], trainer_kwargs: dict[str, Any]) -> list[Any]:
+    """The spec's callbacks and a ResumeCheckpoint (the file `exp resume` reads), unless the spec
+    lists one (to set its cadence). Being a Checkpoint callback, it replaces Lightning's default
+    checkpoint; a user's own `checkpoint` callbacks still write their files."""
+    from components.callbacks.resume import ResumeCheckpoint
+
+    if any(isinstance(c, ResumeCheckpoint) for c in callbacks):
+        return list(callbacks)
+    return [*callbacks, ResumeCheckpoint()]
 
 
 def run_phases(trainer: Any, built: Any, phases: list[str], resume_checkpoint: str | None = None) -> dict[str, float]:
@@ -352,20 +415,28 @@ def _init_override(run_info: Any) -> list[str]:
 
 
 def last_checkpoint(run_id: str) -> Path | None:
-    """The newest Lightning checkpoint the run wrote under runs_dir()/<experiment>/<run>/."""
-    found = sorted(runs_dir().glob(f"*/{run_id}/checkpoints/*.ckpt"), key=lambda p: p.stat().st_mtime)
-    last = [p for p in found if p.name == "last.ckpt"]
-    return (last or found or [None])[-1]
+    """The run's ResumeCheckpoint file, runs_dir()/<experiment>/<run>/checkpoints/resume.ckpt:
+    never another checkpoint callback's file (a "best" one would restart from an earlier step)."""
+    from components.callbacks.resume import RESUME_FILE
+
+    found = sorted(runs_dir().glob(f"*/{run_id}/checkpoints/{RESUME_FILE}"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
 
 
 def resume(run_id: str, uri: str | None = None) -> RunResult:
-    """Continue a killed run from its last checkpoint, into the same MLflow run."""
+    """Continue a killed run from its resume checkpoint, into the same MLflow run. Training
+    continues exactly where the checkpoint was written (weights, optimizer, loop position, the
+    train loader's place in the epoch, random generators), so the run ends with the metrics of an
+    uninterrupted one. The metrics the killed process logged after that checkpoint are logged
+    again by the resumed one with the same values; the logger drops them (see
+    `Tracker.logged_steps`), so the MLflow history holds each step once, as an uninterrupted run's."""
     run_info, spec_file = stored_spec(run_id, uri)
     checkpoint = last_checkpoint(run_id)
     if checkpoint is None:
         raise FileNotFoundError(
-            f"run {run_id} left no checkpoint under {runs_dir()}/*/{run_id}/checkpoints/ "
-            f"(it stopped before its first epoch ended); start it again with `exp rerun {run_id}`"
+            f"run {run_id} left no resume checkpoint under {runs_dir()}/*/{run_id}/checkpoints/ "
+            f"(it stopped before its first one was written, or checkpointing was off); "
+            f"start it again with `exp rerun {run_id}`"
         )
     if uri:
         os.environ["MLFLOW_TRACKING_URI"] = uri

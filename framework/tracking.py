@@ -168,6 +168,7 @@ class Tracker:
         self.uri = tracking_uri(operative["tracking"]["uri"])
         self.client = client(self.uri)
         self.run_id: str | None = None
+        self.already_logged: dict[tuple[str, int], int] = {}
 
     def attach(self, run_id: str) -> str:
         """Continue an existing run (resume): it is RUNNING again, in this process, until `finish`."""
@@ -176,7 +177,20 @@ class Tracker:
         self.client.set_tag(run_id, "expspec.resumed", "true")
         for key, value in process_tags().items():
             self.client.set_tag(run_id, key, value)
+        self.already_logged = self.logged_steps()
         return run_id
+
+    def logged_steps(self) -> dict[tuple[str, int], int]:
+        """How many values the run holds for each (metric, step). A resumed run trains again from
+        its checkpoint up to where the killed process stopped, and logs those steps again with the
+        same values; its logger drops them (`RunLogger`), so the history holds each step as often
+        as an uninterrupted run's: values are never logged twice, and none is missing. (Only
+        discarding is possible: MLflow has no way to delete a logged value.)"""
+        counts: dict[tuple[str, int], int] = {}
+        for key in self.client.get_run(self.run_id).data.metrics:
+            for metric in self.client.get_metric_history(self.run_id, key):
+                counts[(key, metric.step)] = counts.get((key, metric.step), 0) + 1
+        return counts
 
     def reap_orphans(self, experiment: str) -> list[str]:
         """Mark KILLED the RUNNING runs of this experiment (an id) whose process, on this host, is gone."""
@@ -245,7 +259,8 @@ class Tracker:
 
         assert self.run_id is not None
         log_model = self.operative["tracking"]["log_checkpoints"]
-        return RunLogger(tracking_uri=self.uri, run_id=self.run_id, log_model=log_model)
+        return RunLogger(tracking_uri=self.uri, run_id=self.run_id, log_model=log_model,
+                         already_logged=self.already_logged)
 
     def finish(self, error: BaseException | None = None) -> None:
         """End the run: FINISHED, or FAILED with the error logged, or KILLED on Ctrl-C / exit."""

@@ -12,6 +12,7 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
+from lightning.fabric.utilities.seed import _collect_rng_states, _set_rng_states
 from torch.utils.data import DataLoader, Dataset, Sampler
 from components.types import NonNegativeInt, PositiveInt, ProperFraction
 
@@ -41,8 +42,8 @@ class TensorDictDataset(Dataset):
 
 
 class EpochShuffle(Sampler[int]):
-    """A permutation drawn from (seed, epoch) alone, not from the global RNG: a run resumed from
-    an epoch-end checkpoint sees the same order as an uninterrupted one. Lightning calls
+    """A permutation drawn from (seed, epoch) alone, not from the global RNG: a resumed run sees
+    the same order as an uninterrupted one (mid-epoch, `ResumableLoader` skips what was trained). Lightning calls
     `set_epoch` at the start of every epoch (as it does for DistributedSampler)."""
 
     def __init__(self, size: int, seed: int) -> None:
@@ -57,6 +58,55 @@ class EpochShuffle(Sampler[int]):
 
     def __len__(self) -> int:
         return self.size
+
+
+class ResumableLoader(DataLoader):
+    """A DataLoader whose place in the epoch is part of Lightning's checkpoint (Lightning saves
+    the `state_dict` of a train loader that has one, and loads it before iterating again): a run
+    resumed from a checkpoint written mid-epoch continues with the batch after the last one it
+    trained on, in the same order, instead of starting the epoch over.
+
+    The state is (the sampler's epoch, batches handed out in it). On resume, the first iteration
+    in that same epoch skips that many batches (fetched and dropped: cheap for in-memory arrays).
+    Creating the iterator draws DataLoader's base seed from torch's global generator; when
+    skipping, that draw and any the skipped batches made (augmentations) are undone, because the uninterrupted run drew it before the checkpoint.
+    The iterator is created at its first batch, after Lightning's `set_epoch`, with or without
+    worker processes."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.position = 0
+        self._resume_at: tuple[int, int] | None = None
+
+    def _epoch(self) -> int:
+        return int(getattr(self.sampler, "epoch", 0))
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self._epoch(), "batches": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self._resume_at = (int(state["epoch"]), int(state["batches"]))
+
+    def __iter__(self):  # a generator: nothing runs before the first batch is asked for
+        resume_at, self._resume_at = self._resume_at, None
+        skip = resume_at[1] if resume_at and resume_at[0] == self._epoch() else 0
+        rng = _collect_rng_states(include_cuda=False)
+        iterator = super().__iter__()
+        for self.position in range(1, skip + 1):
+            next(iterator)
+        if skip:
+            _set_rng_states(rng)
+        self.position = skip
+        for batch in iterator:
+            self.position += 1
+            yield batch
+
+
+def train_loader(dataset: Dataset, batch_size: int, **kwargs: Any) -> ResumableLoader:
+    """The train split's loader: shuffled by `EpochShuffle` with the run's seed (seed_everything
+    sets torch's initial seed), resumable mid-epoch."""
+    sampler = EpochShuffle(len(dataset), torch.initial_seed())
+    return ResumableLoader(dataset, batch_size=batch_size, sampler=sampler, **kwargs)
 
 
 def keep_batch(batch: Any) -> Any:
@@ -172,16 +222,10 @@ class ArrayDataModule(L.LightningDataModule):
 
     def _loader(self, stage: str) -> DataLoader:
         dataset = TensorDictDataset(self.split(stage))
-        # The run's seed (seed_everything sets torch's initial seed) fixes the shuffling.
-        sampler = EpochShuffle(len(dataset), torch.initial_seed()) if stage == "train" else None
-        return DataLoader(
-            dataset,
-            batch_size=self.batch_size,
-            sampler=sampler,
-            num_workers=self.num_workers,
-            collate_fn=keep_batch,
-            persistent_workers=self.num_workers > 0,
-        )
+        kwargs = dict(num_workers=self.num_workers, collate_fn=keep_batch, persistent_workers=self.num_workers > 0)
+        if stage == "train":
+            return train_loader(dataset, self.batch_size, **kwargs)
+        return DataLoader(dataset, batch_size=self.batch_size, **kwargs)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train")

@@ -22,7 +22,7 @@ from annotated_types import Ge
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from components.data.base import Arrays, ArrayDataModule, EpochShuffle, TensorDictDataset, keep_batch
+from components.data.base import Arrays, ArrayDataModule, TensorDictDataset, keep_batch, train_loader
 from components.types import NonNegativeInt, PositiveInt, ProperFraction
 
 
@@ -165,8 +165,8 @@ class CIFAR(ArrayDataModule):
         if not self.augment:
             return super().train_dataloader()
         dataset = _Augmented(self.split("train"), pad=4)
-        return DataLoader(dataset, batch_size=self.batch_size, sampler=EpochShuffle(len(dataset), torch.initial_seed()),
-                          num_workers=self.num_workers, collate_fn=keep_batch, persistent_workers=self.num_workers > 0)
+        return train_loader(dataset, self.batch_size, num_workers=self.num_workers, collate_fn=keep_batch,
+                            persistent_workers=self.num_workers > 0)
 
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -258,9 +258,10 @@ class ImageFolder(L.LightningDataModule):
 
     def _loader(self, split: str, train: bool) -> DataLoader:
         dataset = _FolderImages(self._scan()[split], self.image_size, train)
-        sampler = EpochShuffle(len(dataset), torch.initial_seed()) if train else None
-        return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, num_workers=self.num_workers,
-                          persistent_workers=self.num_workers > 0, drop_last=train)
+        kwargs = dict(num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
+        if train:
+            return train_loader(dataset, self.batch_size, drop_last=True, **kwargs)
+        return DataLoader(dataset, batch_size=self.batch_size, **kwargs)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", True)

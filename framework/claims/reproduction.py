@@ -1,6 +1,6 @@
 """`exp reproduce specs/<paper>/`: obtain the runs the claims read, check the claims, report.
 
-Runs are obtained in the order `runs:` lists them (a later spec may reuse an earlier one's cached
+Every spec the runs need is validated first (`check_specs`). Runs are obtained in the order `runs:` lists them (a later spec may reuse an earlier one's cached
 weights). A plain spec is obtained through the result cache (a finished run with the same
 operative-spec hash is reused unless `fresh`); a sweep spec runs through `exp sweep`'s machinery,
 which skips trials that already finished. Only the tiers asked for are obtained and checked.
@@ -34,6 +34,7 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
     folder = Path(folder)
     claims, _ = load_claims(folder)
     runs = {alias: ref for alias, ref in claims.runs.items() if in_tier(ref.tier, full)}
+    check_specs(runs, folder)
     results = obtain_all(runs, folder, fresh, jobs, echo)
     outcomes = [evaluate(c, results) if in_tier(c.tier, full) else Outcome(c, False, ran=False)
                 for c in claims.claims]
@@ -51,6 +52,16 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
 def report(folder: str | Path, outcomes: list[Outcome], full: bool = False) -> str:
     """The report `exp reproduce` prints and `--write-readme` writes: command, headline, table."""
     return f"{heading(folder, full)}\n\n**{headline(outcomes)}**\n\n{table(outcomes)}"
+
+
+def check_specs(runs: dict[str, RunRef], folder: Path) -> None:
+    """Validate every spec the runs need, with its overrides and every sweep trial, against the
+    committed schema (no torch import), before anything runs: a mistake in the last one is a
+    SpecError now, not after the runs before it trained, and leaves no run in the store."""
+    from framework.cli import check_spec
+
+    for ref in runs.values():
+        check_spec(folder / ref.spec, ref.overrides, trials=True)
 
 
 def obtain_all(runs: dict[str, RunRef], folder: Path, fresh: bool, jobs: int, echo: Any = print) -> dict[str, Any]:

@@ -372,6 +372,18 @@ def test_reproduce_exits_nonzero_when_a_claim_fails(tracked: str, tmp_path: Path
     assert main(["reproduce", str(folder)]) == 1
 
 
+def test_reproduce_checks_every_spec_before_running_any(tracked: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    """A mistake in the second spec the claims need (the seeds sweep, run after `t`): exit 2 and a
+    located message, and no run in the store, not even the first."""
+    folder = _folder(tmp_path, FULL_HEADLINE + LEARNS, FULL_RUNS)
+    with open(folder / "seeds.yaml", "a") as spec:
+        spec.write("optimizer: {lr: fast}\n")
+    assert main(["reproduce", str(folder), "--full"]) == 2
+    assert f"{folder / 'seeds.yaml'}:5:17: optimizer.lr: expected a number, got string 'fast'" in capsys.readouterr().err
+    assert MlflowClient(tracked).get_experiment_by_name("demo_paper") is None
+
+
 def test_reproduce_full_runs_the_seeds_sweep(tracked: str, tmp_path: Path) -> None:
     """End to end over seeds: three trials of 5 steps, seed_mean in the table, headline yes."""
     folder = _folder(tmp_path, FULL_HEADLINE + LEARNS, FULL_RUNS)

@@ -1,5 +1,6 @@
-"""exp resume / exp rerun: a run killed with SIGKILL continues from its last checkpoint into the
-same MLflow run, and ends with the metrics of an uninterrupted run with the same seed."""
+"""exp resume / exp rerun: a run killed with SIGKILL at any point continues from its resume
+checkpoint into the same MLflow run, and ends with the metrics and the metric history of an
+uninterrupted run with the same seed: every (metric, step) once, none shifted."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from mlflow.tracking import MlflowClient
 
 from framework.runner import rerun, resume, run
@@ -18,11 +20,113 @@ from framework.runner import rerun, resume, run
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "specs/cvm_fairness/tiny.yaml"
 EPOCHS = ["trainer.max_steps=-1", "trainer.max_epochs=25", "trainer.limit_val_batches=2"]
+# Kills itself with SIGKILL (no clean-up of any kind) before the train batch after `step`
+# optimizer steps (a deterministic point between two resume checkpoints), or with step None at
+# the first test batch, after fit ended.
+KILL_AT = """
+import os, signal, sys
+from lightning.pytorch.callbacks import Callback
+import framework.runner as runner
+
+class KillAt(Callback):
+    def on_train_batch_start(self, trainer, *args):
+        if trainer.global_step == {step}:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def on_test_batch_start(self, trainer, *args):
+        if {step} is None:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+add = runner.with_resume_checkpoint
+runner.with_resume_checkpoint = lambda callbacks, kwargs: [*add(callbacks, kwargs), KillAt()]
+from framework.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
 
 
-def _kill_after_checkpoint(runs: Path, min_epoch: int, exclude: tuple[str, ...] = (), timeout: float = 240.0,
-                           sig: int = signal.SIGKILL) -> str:
-    """Start `exp run` in a subprocess, signal it once an epoch >= min_epoch is checkpointed."""
+def _killed_at(step: int | None, overrides: list[str], runs: Path) -> str:
+    """Run the tiny spec in a process that SIGKILLs itself at `step`; the id of its run."""
+    before = set(runs.glob("*/*"))
+    done = subprocess.run([sys.executable, "-c", KILL_AT.format(step=step), "run", str(TINY), *overrides],
+                          capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    (folder,) = set(runs.glob("*/*")) - before
+    return folder.name
+
+
+def _history(client: MlflowClient, run_id: str) -> dict[str, list[tuple[int, float]]]:
+    """Every logged value of every metric, as (step, value), in step order."""
+    keys = client.get_run(run_id).data.metrics
+    return {k: sorted((m.step, m.value) for m in client.get_metric_history(run_id, k)) for k in keys}
+
+
+def _checkpoint_position(runs: Path, run_id: str) -> tuple[int, int]:
+    """(optimizer steps, batches of the current epoch) where the run's resume checkpoint was written."""
+    (path,) = runs.glob(f"*/{run_id}/checkpoints/resume.ckpt")
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    (loader,) = state["loops"]["fit_loop"]["state_dict"]["combined_loader"]
+    return state["global_step"], loader["batches"]
+
+
+def _check_exact_resume(tracked: str, runs: Path, overrides: list[str], kill_at: int | None) -> tuple[dict, dict]:
+    """Run uninterrupted; run again killed at `kill_at` steps (None: while testing); resume;
+    compare. The reference and resumed histories, for further checks."""
+    client = MlflowClient(tracked)
+    reference = run(TINY, overrides)
+    run_id = _killed_at(kill_at, overrides, runs)
+    assert client.get_run(run_id).info.status == "RUNNING"  # SIGKILL leaves no chance to say more
+    step, batches = _checkpoint_position(runs, run_id)
+    killed = _history(client, run_id)
+    if kill_at is not None:
+        # the kill is mid-epoch, after the checkpoint, and steps after the checkpoint were logged
+        assert step < kill_at and 0 < batches < 17  # 17 batches an epoch
+        assert max(s for s, _ in killed["train/loss"]) > step
+    else:
+        assert not any(key.startswith("test/") for key in killed)
+    resumed = resume(run_id)
+    assert resumed.run_id == run_id
+    assert client.get_run(run_id).info.status == "FINISHED"
+    assert client.get_run(run_id).data.tags["expspec.resumed"] == "true"
+    tests = {k: v for k, v in reference.metrics.items() if k.startswith("test/")}
+    assert tests and {k: resumed.metrics[k] for k in tests} == tests
+    expected, got = _history(client, reference.run_id), _history(client, run_id)
+    assert got == expected  # each step once, same values, none shifted
+    return expected, got
+
+
+def test_tiny_spec_as_written_resumes_exactly_after_sigkill_mid_epoch(tracked: str, tmp_path: Path) -> None:
+    """specs/cvm_fairness/tiny.yaml stops by max_steps (300): killed at step 80, mid-epoch (17
+    batches an epoch), it resumes from the checkpoint at step 75 and ends at step 300."""
+    expected, _ = _check_exact_resume(tracked, tmp_path / "runs", [], kill_at=80)
+    assert expected["test/accuracy"][0][0] == 300 and expected["train/loss"][-1][0] == 299
+
+
+def test_user_checkpoint_callback_does_not_change_where_resume_starts(tracked: str, tmp_path: Path) -> None:
+    """A user's checkpoint of the best val/loss epoch: resume still starts from the last state."""
+    best = ["callbacks=[{type: checkpoint, monitor: val/loss, save_top_k: 1}]", "trainer.max_steps=120"]
+    _check_exact_resume(tracked, tmp_path / "runs", best, kill_at=100)
+    assert len(list((tmp_path / "runs").glob("*/*/checkpoints/epoch=*.ckpt"))) == 2  # its files are still written
+
+
+def test_max_epochs_with_dropout_resumes_exactly(tracked: str, tmp_path: Path) -> None:
+    """Stopping by epochs; dropout draws from torch's generator, restored with the checkpoint."""
+    epochs = ["trainer.max_steps=-1", "trainer.max_epochs=6", "model.dropout=0.3"]
+    _check_exact_resume(tracked, tmp_path / "runs", epochs, kill_at=80)
+
+
+@pytest.mark.parametrize("kill_at", [pytest.param(30, marks=pytest.mark.slow), None], ids=["training", "testing"])
+def test_early_stopping_resumes_exactly(tracked: str, tmp_path: Path, kill_at: int | None) -> None:
+    """Early stopping's patience count is in the checkpoint; a run killed after it stopped
+    training (while testing) does not train again (Lightning does not store `should_stop`)."""
+    stopping = ["callbacks=[{type: early_stopping, monitor: val/accuracy, mode: max, patience: 1}]",
+                "trainer.max_steps=-1", "trainer.max_epochs=30", "optimizer.lr=0.05"]
+    expected, _ = _check_exact_resume(tracked, tmp_path / "runs", stopping, kill_at=kill_at)
+    assert expected["epoch"][-1][1] < 29  # it stopped early
+
+
+def _signal_after_checkpoint(runs: Path, exclude: tuple[str, ...] = (), timeout: float = 240.0,
+                             sig: int = signal.SIGKILL) -> str:
+    """Start `exp run` in a subprocess, signal it once it has written its resume checkpoint."""
     # SIGINT back to its default in the child: under a shell's background job (`.ci/run &`) it is
     # inherited as ignored, and Python then never turns Ctrl-C into KeyboardInterrupt.
     process = subprocess.Popen([sys.executable, "-m", "framework.cli", "run", str(TINY), *EPOCHS],
@@ -31,33 +135,18 @@ def _kill_after_checkpoint(runs: Path, min_epoch: int, exclude: tuple[str, ...] 
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            for ckpt in runs.glob("*/*/checkpoints/epoch=*.ckpt"):
-                epoch = int(ckpt.name.split("=")[1].split("-")[0])
-                if epoch >= min_epoch and ckpt.parent.parent.name not in exclude:
-                    time.sleep(0.05)  # let the write finish
+            for ckpt in runs.glob("*/*/checkpoints/resume.ckpt"):
+                if ckpt.parent.parent.name not in exclude:
                     process.send_signal(sig)
                     process.wait()
                     return ckpt.parent.parent.name
             if process.poll() is not None:
-                pytest.fail(f"the run ended (exit {process.returncode}) before epoch {min_epoch} was checkpointed")
+                pytest.fail(f"the run ended (exit {process.returncode}) before it wrote a checkpoint")
             time.sleep(0.02)
     finally:
         if process.poll() is None:
             process.kill()
     pytest.fail("no checkpoint appeared")
-
-
-def test_killed_run_resumes_to_the_uninterrupted_result(tracked: str, tmp_path: Path) -> None:
-    reference = run(TINY, EPOCHS)
-    run_id = _kill_after_checkpoint(tmp_path / "runs", min_epoch=3, exclude=(reference.run_id,))
-    client = MlflowClient(tracked)
-    assert client.get_run(run_id).info.status == "RUNNING"  # SIGKILL leaves no chance to say more
-    resumed = resume(run_id)
-    assert resumed.run_id == run_id
-    assert client.get_run(run_id).info.status == "FINISHED"
-    assert client.get_run(run_id).data.tags["expspec.resumed"] == "true"
-    tests = {k: v for k, v in reference.metrics.items() if k.startswith("test/")}
-    assert tests and {k: resumed.metrics[k] for k in tests} == pytest.approx(tests, rel=1e-6, abs=1e-7)
 
 
 def test_resume_without_checkpoint_says_how_to_start_again(tracked: str) -> None:
@@ -81,15 +170,15 @@ def test_rerun_repeats_the_stored_spec(tracked: str) -> None:
 def test_ctrl_c_and_sigterm_mark_the_run_killed(tracked: str, tmp_path: Path) -> None:
     client = MlflowClient(tracked)
     for sig in (signal.SIGINT, signal.SIGTERM):
-        run_id = _kill_after_checkpoint(tmp_path / "runs", min_epoch=1, sig=sig,
-                                        exclude=tuple(p.parent.name for p in (tmp_path / "runs").glob("*/*/checkpoints")))
+        run_id = _signal_after_checkpoint(tmp_path / "runs", sig=sig,
+                                          exclude=tuple(p.parent.name for p in (tmp_path / "runs").glob("*/*/checkpoints")))
         assert client.get_run(run_id).info.status == "KILLED", signal.Signals(sig).name
 
 
 def test_next_run_marks_a_sigkilled_run_killed(tracked: str, tmp_path: Path) -> None:
     """SIGKILL (or the out-of-memory killer) leaves a run RUNNING; the next run started in the same
     experiment on this host sees its process is gone and marks it KILLED, and it can still resume."""
-    orphan = _kill_after_checkpoint(tmp_path / "runs", min_epoch=1)
+    orphan = _signal_after_checkpoint(tmp_path / "runs")
     client = MlflowClient(tracked)
     assert client.get_run(orphan).info.status == "RUNNING"
     live = run(TINY, ["trainer.max_steps=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"])
