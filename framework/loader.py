@@ -159,7 +159,30 @@ def read_yaml(path: FsPath, source: str | None = None) -> Loaded:
         text = path.read_text()
     except FileNotFoundError:
         raise SpecError([Problem(Mark(str(path)), (), "file not found")]) from None
-    return parse_yaml(text, source or str(path))
+    return parse_once(text, source or str(path))
+
+
+# Parsed texts of this process, by (source, text): `exp validate specs/` reads a spec's `extends`
+# parents once per child and a sweep applies the same override values to every trial. The key is
+# the text itself, not the file's mtime: file times tick in milliseconds, so a file rewritten at
+# the same size within one tick would read stale; reading a file costs microseconds, parsing it
+# about a millisecond. Oldest entries go first past _PARSED_MAX.
+_PARSED: dict[tuple[str, str], Loaded] = {}
+_PARSED_MAX = 512
+
+
+def parse_once(text: str, source: str) -> Loaded:
+    """`parse_yaml`, parsed once per (text, source) in this process. Every caller gets its own copy
+    (data deep-copied, mark tables copied; marks are immutable), so callers may mutate it. A text
+    that does not parse is not cached: its SpecError is raised each time."""
+    key = (source, text)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = parse_yaml(text, source)
+        if len(_PARSED) >= _PARSED_MAX:
+            del _PARSED[next(iter(_PARSED))]
+        _PARSED[key] = parsed
+    return Loaded(copy.deepcopy(parsed.data), dict(parsed.key_marks), dict(parsed.value_marks), parsed.source)
 
 
 def _drop_marks(loaded: Loaded, prefix: Path) -> None:
@@ -259,7 +282,7 @@ def apply_overrides(loaded: Loaded, overrides: list[str]) -> None:
             problems.append(Problem(Mark(source), (), "expected key.path=value"))
             continue
         try:
-            value = parse_yaml(raw, source).data if raw.strip() else None
+            value = parse_once(raw, source).data if raw.strip() else None
         except SpecError as error:
             problems.extend(Problem(Mark(source), (), p.message) for p in error.problems)
             continue
@@ -314,8 +337,15 @@ def _lookup(data: Any, dotted: str) -> Any:
     return node
 
 
-def resolve_references(loaded: Loaded) -> None:
-    """Replace `${a.b}` references in place (see the module docstring)."""
+def reference_targets(text: str) -> list[str]:
+    """The key paths a string refers to: `'${a.b}/${c}'` -> `['a.b', 'c']`."""
+    return [ref.strip() for ref in _REFERENCE.findall(text)]
+
+
+def resolve_references(loaded: Loaded, only: set[str] | None = None) -> None:
+    """Replace `${a.b}` references in place (see the module docstring). With `only`, just the
+    top-level keys named there are resolved (a sweep trial whose overrides reach no reference in
+    the other keys, which are already resolved); lookups still read the whole spec."""
     problems: list[Problem] = []
 
     def resolve(value: Any, path: Path, active: tuple[str, ...]) -> Any:
@@ -349,7 +379,10 @@ def resolve_references(loaded: Loaded) -> None:
                 problems.append(Problem(mark, path, str(error)))
             return value
 
-    loaded.data = resolve(loaded.data, (), ())
+    if only is None:
+        loaded.data = resolve(loaded.data, (), ())
+    else:
+        loaded.data = {k: resolve(v, (k,), ()) if k in only else v for k, v in loaded.data.items()}
     if problems:
         raise SpecError(problems)
 

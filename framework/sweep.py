@@ -28,7 +28,7 @@ from typing import Any
 
 from framework.errors import Problem, SpecError
 from framework.loader import load_spec
-from framework.plan import Trial, expand_sweep
+from framework.plan import SweepChecker, Trial, validate_plan
 
 FINISHED, FAILED, SKIPPED, KILLED = "FINISHED", "FAILED", "SKIPPED", "KILLED"
 
@@ -54,24 +54,31 @@ class SweepResult:
 
 
 def plan_trials(spec_path: str | Path, overrides: list[str]) -> tuple[list[Trial], list[str], dict[str, Any]]:
-    """Trials, their hashes, and the base operative spec; every trial validated first."""
-    from framework.runner import plan_hash, prepare
+    """Trials, their hashes, and the base operative spec; every trial validated first, in one pass
+    against the committed schema (`framework.plan.SweepChecker`; no torch import). The hashes are
+    the ones each trial's `exp run` computes from live signatures, as long as the committed schema
+    is current (a test checks it is); an `init: {spec}` upstream is hashed once per overrides."""
+    from framework.runner import plan_hash
+    from framework.schema import CommittedSchemas
 
-    loaded = load_spec(spec_path, overrides)
-    trials = expand_sweep(loaded)
-    if not trials:
-        raise SpecError([Problem(loaded.value_mark(()), ("sweep",), "this spec has no 'sweep:' section; use `exp run`")])
-    hashes, problems = [], []
-    for trial in trials:
-        try:
-            units = prepare(spec_path, [*overrides, *trial.overrides])
-            hashes.append(plan_hash(units, spec_path))
-        except SpecError as error:
-            problems += [Problem(p.mark, p.path, f"{p.message} [trial {trial.name}]") for p in error.problems]
+    checker = SweepChecker(spec_path, overrides, CommittedSchemas(live_fallback=True))
+    if not checker.trials:
+        mark = checker.unresolved.value_mark(())
+        raise SpecError([Problem(mark, ("sweep",), "this spec has no 'sweep:' section; use `exp run`")])
+    upstreams: dict[tuple[Path, tuple[str, ...]], str] = {}
+
+    def upstream_hash(other: Path, init_overrides: list[str]) -> str:
+        key = (other.resolve(), tuple(init_overrides))
+        if key not in upstreams:
+            units = validate_plan(load_spec(other, init_overrides), checker.schemas, checker.cache)
+            upstreams[key] = plan_hash(units, other, upstream_hash)
+        return upstreams[key]
+
+    hashes: list[str] = []
+    problems = checker.check(lambda units: hashes.append(plan_hash(units, spec_path, upstream_hash)))
     if problems:
         raise SpecError(problems)
-    base = prepare(spec_path, [*overrides, "sweep=null"])[0].operative
-    return trials, hashes, base
+    return checker.trials, hashes, checker.base[0].operative
 
 
 def _finished_hashes(client: Any, experiment_id: str) -> dict[str, str]:
