@@ -1,7 +1,7 @@
 """The `exp` command line.
 
     exp run SPEC [key.path=value ...]     train/evaluate, tracked in MLflow
-    exp sweep SPEC [--jobs N] [--fail-fast]   the spec's sweep trials under one parent run
+    exp sweep SPEC [--jobs N] [--fail-fast] [--isolate fork|process]   the sweep's trials under one parent run
     exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
     exp reproduce specs/<paper>/ [--full]  run what the paper's claims need, check them
     exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
@@ -137,7 +137,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     check_spec(args.spec, args.overrides)  # before torch is imported; run_sweep checks every trial first
     from framework.sweep import run_sweep
 
-    result = run_sweep(args.spec, args.overrides, jobs=args.jobs, fail_fast=args.fail_fast)
+    result = run_sweep(args.spec, args.overrides, jobs=args.jobs, fail_fast=args.fail_fast, isolate=args.isolate)
     return EXIT_FAILED if result.failed else 0
 
 
@@ -145,7 +145,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from framework.claims import reproduce
 
     outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs,
-                         full=args.full)
+                         full=args.full, isolate=args.isolate)
     return EXIT_FAILED if any(o.failed for o in outcomes) else 0
 
 
@@ -256,6 +256,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_isolate(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--isolate", choices=("fork", "process"), default="fork",
+                         help="how each sweep trial's process starts: forked from a warm server that imported "
+                              "torch, Lightning and MLflow once (fork, default), or a fresh interpreter (process)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="exp", description="Declarative, spec-driven experiments.")
     p.add_argument("--traceback", action="store_true", help="show full tracebacks of errors")
@@ -269,6 +275,7 @@ def parser() -> argparse.ArgumentParser:
     sw.add_argument("overrides", nargs="*", metavar="key.path=value")
     sw.add_argument("--jobs", type=int, default=1, help="trials at a time; cores are split between them")
     sw.add_argument("--fail-fast", action="store_true", help="stop at the first failed trial")
+    _add_isolate(sw)
     sw.set_defaults(func=cmd_sweep)
     rp = sub.add_parser("reproduce", help="run what a paper's claims need and check them")
     rp.add_argument("folder", help="a paper folder with claims.yaml, e.g. specs/cvm_fairness/")
@@ -277,6 +284,7 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--full", action="store_true",
                     help="also the runs and claims marked `tier: full` (default: the default tier only)")
     rp.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel sweep trials")
+    _add_isolate(rp)
     rp.set_defaults(func=cmd_reproduce)
     for name, func, text in (("resume", cmd_resume, "continue a killed run from its last checkpoint"),
                              ("rerun", cmd_rerun, "run again from a run's stored resolved spec")):
