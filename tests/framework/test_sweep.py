@@ -8,9 +8,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
-from framework.sweep import FAILED, FINISHED, KILLED, SKIPPED, run_sweep
+from framework.runner import plan_hash, prepare
+from framework.sweep import FAILED, FINISHED, KILLED, SKIPPED, plan_trials, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORT = ["trainer.max_steps=3", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"]
@@ -128,3 +130,17 @@ def _kill_first_running(uri: str, timeout: float = 600) -> None:
                 os.kill(int(run.data.tags["expspec.pid"]), signal.SIGKILL)
                 return
         time.sleep(0.2)
+
+
+SWEEP_SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml") if "\nsweep:" in p.read_text())
+
+
+@pytest.mark.parametrize("spec", SWEEP_SPECS, ids=[str(p.relative_to(ROOT / "specs")) for p in SWEEP_SPECS])
+def test_planned_hashes_are_the_hashes_each_trial_run_computes(spec: Path) -> None:
+    """One-pass planning (committed schema, no torch) gives every trial the hash `exp run` gives it
+    (each trial loaded on its own and validated against live signatures): the skip-finished logic
+    and the result cache depend on it."""
+    trials, hashes, base = plan_trials(spec, [])
+    assert len(SWEEP_SPECS) >= 10 and trials
+    assert hashes == [plan_hash(prepare(spec, trial.overrides), spec) for trial in trials]
+    assert base == prepare(spec, ["sweep=null"])[0].operative
