@@ -49,21 +49,23 @@ def _validate_claims(path: Path) -> None:
     load_claims(path.parent)
 
 
-def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, trials: bool = False) -> None:
+def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, trials: bool = False,
+               cache: Any = None) -> None:
     """Validate a spec (with overrides; every sweep trial too with `trials`, in one pass: see
     `framework.plan.SweepChecker`) against the committed schema: no torch import, so `exp run`
     and `exp sweep` answer a mistake in well under a second instead of after the seconds torch
     takes to import (a component missing from the committed schema is read live, importing it).
-    Raises SpecError."""
+    `cache`: a `framework.validate.ValidationCache` shared by the specs of one command, so a node
+    that several specs write alike is checked once. Raises SpecError."""
     from framework.loader import load_spec
     from framework.plan import SweepChecker, validate_plan
     from framework.schema import CommittedSchemas
 
     schemas = schemas or CommittedSchemas(live_fallback=True)
     loaded = load_spec(path, overrides)
-    validate_plan(loaded, schemas)
+    validate_plan(loaded, schemas, cache)
     if trials and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
-        problems = SweepChecker(path, overrides, schemas).check()  # every trial of a sweep is a spec too
+        problems = SweepChecker(path, overrides, schemas, cache).check()  # every trial of a sweep is a spec too
         if problems:
             raise SpecError(problems)
 
@@ -75,7 +77,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not files:
         print(f"error: no spec files found in {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_SPEC
-    schemas = CommittedSchemas()
+    from framework.validate import ValidationCache
+
+    schemas, cache = CommittedSchemas(), ValidationCache()
     failed = 0
     for path in files:
         try:
@@ -84,7 +88,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 if not args.quiet:
                     print(f"ok  {path}")
                 continue
-            check_spec(path, [], schemas, trials=True)
+            check_spec(path, [], schemas, trials=True, cache=cache)
         except SpecError as error:
             failed += 1
             print(error, file=sys.stderr)

@@ -182,7 +182,17 @@ def parse_once(text: str, source: str) -> Loaded:
         if len(_PARSED) >= _PARSED_MAX:
             del _PARSED[next(iter(_PARSED))]
         _PARSED[key] = parsed
-    return Loaded(copy.deepcopy(parsed.data), dict(parsed.key_marks), dict(parsed.value_marks), parsed.source)
+    return Loaded(copy_tree(parsed.data), dict(parsed.key_marks), dict(parsed.value_marks), parsed.source)
+
+
+def copy_tree(value: Any) -> Any:
+    """A copy of loaded data: every mapping and list new, scalars shared (the safe loader makes no
+    mutable scalar). Several times faster than `copy.deepcopy` on spec-sized data."""
+    if isinstance(value, dict):
+        return {k: copy_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_tree(v) for v in value]
+    return value
 
 
 def _drop_marks(loaded: Loaded, prefix: Path) -> None:
@@ -267,7 +277,7 @@ def load_file(path: str | FsPath, _stack: tuple[FsPath, ...] = ()) -> Loaded:
 def merge_loaded(base: Loaded, child: Loaded) -> Loaded:
     """`child` merged onto `base` (the rules of `extends:` in the module docstring), marks included."""
     out = Loaded(data=None, key_marks=dict(base.key_marks), value_marks=dict(base.value_marks), source=child.source)
-    out.data = _merge(out, child, copy.deepcopy(base.data), child.data, ())
+    out.data = _merge(out, child, copy_tree(base.data), child.data, ())
     return out
 
 

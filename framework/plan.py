@@ -12,7 +12,6 @@ Sweeps: `sweep:` expands into trials, each the spec plus the trial's overrides (
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 import random
@@ -24,8 +23,8 @@ from typing import Any, Callable
 import yaml
 
 from framework.errors import Problem, SpecError
-from framework.loader import (Loaded, apply_overrides, load_file, load_spec, merge_loaded, reference_targets,
-                              resolve_references)
+from framework.loader import (Loaded, apply_overrides, copy_tree, load_file, load_spec, merge_loaded,
+                              reference_targets, resolve_references)
 from framework.spec import Sweep
 from framework.validate import ValidationCache, Schemas, validate
 
@@ -87,7 +86,7 @@ def stage_specs(loaded: Loaded) -> list[tuple[str | None, Loaded]]:
             if key in body:
                 problems.append(Problem(loaded.key_mark((*path, key)), (*path, key),
                                         f"'{key}' belongs at the top level, not inside a stage"))
-        merged = merge_loaded(copy.deepcopy(base), _sub_loaded(loaded, path, copy.deepcopy(body)))
+        merged = merge_loaded(base, _sub_loaded(loaded, path, copy_tree(body)))  # copies base
         merged.data["name"] = f"{data.get('name', '')}/{name}"
         out.append((name, merged))
     if problems:
@@ -252,9 +251,10 @@ class SweepChecker:
     for every trial. Hashes computed from these units are the ones `exp run` computes.
     """
 
-    def __init__(self, spec_path: str | FsPath, overrides: list[str], schemas: Schemas) -> None:
+    def __init__(self, spec_path: str | FsPath, overrides: list[str], schemas: Schemas,
+                 cache: ValidationCache | None = None) -> None:
         self.spec_path, self.overrides, self.schemas = spec_path, list(overrides), schemas
-        self.cache = ValidationCache()
+        self.cache = cache or ValidationCache()
         loaded = load_file(spec_path)
         apply_overrides(loaded, self.overrides)
         with_sweep = _copy(loaded)
@@ -306,7 +306,7 @@ class SweepChecker:
 
 
 def _copy(loaded: Loaded) -> Loaded:
-    return Loaded(copy.deepcopy(loaded.data), dict(loaded.key_marks), dict(loaded.value_marks), loaded.source)
+    return Loaded(copy_tree(loaded.data), dict(loaded.key_marks), dict(loaded.value_marks), loaded.source)
 
 
 def _copy_along(data: Any, paths: list[tuple[str, ...]]) -> Any:
