@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -118,18 +121,41 @@ def test_a_killed_or_crashed_trial_ends_only_itself(tracked: str, tmp_path: Path
     assert killed.info.status == "KILLED" and "ended without closing the run" in killed.data.tags["expspec.error"]
 
 
-def _kill_first_running(uri: str, timeout: float = 600) -> None:
-    """SIGKILL the process of the first RUNNING trial of experiment sweep_test that trains long."""
+def test_sigterm_to_the_sweep_stops_its_trials_and_marks_runs_killed(tracked: str, tmp_path: Path) -> None:
+    """`exp sweep` ended by SIGTERM (a scheduler; Ctrl-C alike): the running forked trial is
+    stopped and its run KILLED, the parent run KILLED, exit code 130."""
+    spec = _spec(tmp_path, "{trainer.max_steps: [20000, 3]}")
+    sweep = subprocess.Popen([sys.executable, "-m", "framework.cli", "sweep", str(spec), "paper=sweep_sigterm",
+                              "trainer.max_epochs=1000"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    running = _first_running(tracked, "sweep_sigterm")
+    sweep.send_signal(signal.SIGTERM)
+    output = sweep.communicate(timeout=120)[0]
+    assert sweep.returncode == 130, output
+    client = MlflowClient(tracked)
+    parent = client.get_run(running.data.tags["mlflow.parentRunId"])
+    assert (client.get_run(running.info.run_id).info.status, parent.info.status) == ("KILLED", "KILLED")
+
+
+def _first_running(uri: str, paper: str, timeout: float = 600) -> Any:
+    """The first RUNNING trial run of experiment `paper` (a run with a parent), once there is one."""
     client = MlflowClient(uri)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        experiment = client.get_experiment_by_name("sweep_test")
+        experiment = client.get_experiment_by_name(paper)
         runs = client.search_runs([experiment.experiment_id], "attributes.status = 'RUNNING'") if experiment else []
-        for run in runs:
-            if run.data.tags.get("mlflow.runName", "").endswith("max_steps=20000]"):
-                os.kill(int(run.data.tags["expspec.pid"]), signal.SIGKILL)
-                return
+        trials = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+        if trials:
+            return trials[0]
         time.sleep(0.2)
+    raise TimeoutError(f"no trial of {paper} started within {timeout} s")
+
+
+def _kill_first_running(uri: str, timeout: float = 600) -> None:
+    """SIGKILL the process of the first RUNNING trial of experiment sweep_test (the one that trains long)."""
+    run = _first_running(uri, "sweep_test", timeout)
+    assert run.data.tags["mlflow.runName"].endswith("max_steps=20000]")
+    os.kill(int(run.data.tags["expspec.pid"]), signal.SIGKILL)
 
 
 SWEEP_SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml") if "\nsweep:" in p.read_text())
