@@ -110,11 +110,12 @@ def run_sweep(
     docstring). The parent ends FINISHED when every trial finished or was skipped, else FAILED;
     KILLED, with the running trials stopped, when this process is interrupted (Ctrl-C, SIGTERM)."""
     overrides = list(overrides or [])
+    if isolate not in ISOLATIONS:
+        raise ValueError(f"isolate must be one of {', '.join(ISOLATIONS)}, got {isolate!r}")
     trials, hashes, base = plan_trials(spec_path, overrides)
-    launcher_class = ISOLATIONS[isolate]
-    extra = {"preload": component_modules(base)} if launcher_class is ForkedTrials else {}
-    if launcher_class is ForkedTrials:
-        warm_context(extra["preload"])  # the server imports while the parent run is opened
+    preload = component_modules(base)
+    if isolate == "fork":
+        warm_context(preload)  # the server imports while the parent run is opened
     threads = _threads(base, overrides, jobs, cores)
     tracker, done = _open_parent(spec_path, overrides, base, hashes)
     parent = tracker.run_id
@@ -122,7 +123,8 @@ def run_sweep(
     given = " (as given)" if sets_threads(overrides) else ""
     echo(f"sweep {base['name']}: {len(trials)} trial(s), {len(todo)} to run, {jobs} job(s) x {threads} "
          f"thread(s){given}; parent run {parent}")
-    launcher = launcher_class(spec_path, overrides, parent, base["name"], threads, **extra)
+    launcher = ForkedTrials(spec_path, overrides, parent, base["name"], threads, preload) if isolate == "fork" \
+        else TrialProcesses(spec_path, overrides, parent, base["name"], threads)
     try:
         _run_pool(launcher, [(i, trials[i]) for i in todo], jobs, fail_fast, outcomes, len(trials), echo)
     except BaseException as error:  # Ctrl-C or SIGTERM: _run_pool stopped the trials
@@ -227,7 +229,10 @@ class TrialLauncher:
                "EXPSPEC_RUN_NAME": f"{self.name}[{trial.name}]"}
         env.pop("EXPSPEC_RUN_ID", None)
         start = time.perf_counter()
-        self.running[i] = self.start(self.argv(trial), env, log_file)
+        try:
+            self.running[i] = self.start(self.argv(trial), env, log_file)
+        except Exception as error:  # e.g. the warm server is gone: this trial fails, the sweep goes on
+            return TrialOutcome(trial, FAILED, None, {}, time.perf_counter() - start, f"could not start: {error!r}")
         if self.stopped:  # stop() came while this trial was starting
             self.terminate(self.running[i])
         code = self.wait(self.running[i])
@@ -303,9 +308,10 @@ class ForkedTrials(TrialLauncher):
       each of its trials.
     """
 
-    def __init__(self, *args: Any, preload: list[str] = (), **kwargs: Any) -> None:  # type: ignore[assignment]
-        super().__init__(*args, **kwargs)
-        self.context = warm_context(list(preload))
+    def __init__(self, spec_path: str | Path, overrides: list[str], parent_run_id: str, name: str,
+                 threads: int, preload: list[str]) -> None:
+        super().__init__(spec_path, overrides, parent_run_id, name, threads)
+        self.context = warm_context(preload)
 
     def start(self, argv: list[str], env: dict[str, str], log_file: Path) -> Any:
         process = self.context.Process(target=forked_trial, args=(argv, env, os.getcwd(), str(log_file)),
@@ -373,7 +379,7 @@ def forked_trial(argv: list[str], env: dict[str, str], cwd: str, log_file: str) 
     sys.exit(main(argv))
 
 
-ISOLATIONS = {"fork": ForkedTrials, "process": TrialProcesses}
+ISOLATIONS = ("fork", "process")
 
 
 def _run_pool(processes: TrialLauncher, todo: list[tuple[int, Trial]], jobs: int, fail_fast: bool,
