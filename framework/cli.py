@@ -1,7 +1,7 @@
 """The `exp` command line.
 
     exp run SPEC [key.path=value ...]     train/evaluate, tracked in MLflow
-    exp sweep SPEC [--jobs N] [--fail-fast]   the spec's sweep trials under one parent run
+    exp sweep SPEC [--jobs N] [--fail-fast] [--isolate fork|process]   the sweep's trials under one parent run
     exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
     exp reproduce specs/<paper>/ [--full]  run what the paper's claims need, check them
     exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
@@ -50,24 +50,25 @@ def _validate_claims(path: Path) -> None:
     load_claims(path.parent)
 
 
-def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, trials: bool = False) -> None:
-    """Validate a spec (with overrides; every sweep trial too with `trials`) against the committed
-    schema: no torch import, so `exp run` and `exp sweep` answer a mistake in well under a second
-    instead of after the seconds torch takes to import (a component missing from the committed
-    schema is read live, importing it). Raises SpecError."""
+def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, trials: bool = False,
+               cache: Any = None) -> None:
+    """Validate a spec (with overrides; every sweep trial too with `trials`, in one pass: see
+    `framework.plan.SweepChecker`) against the committed schema: no torch import, so `exp run`
+    and `exp sweep` answer a mistake in well under a second instead of after the seconds torch
+    takes to import (a component missing from the committed schema is read live, importing it).
+    `cache`: a `framework.validate.ValidationCache` shared by the specs of one command, so a node
+    that several specs write alike is checked once. Raises SpecError."""
     from framework.loader import load_spec
-    from framework.plan import expand_sweep, validate_plan
+    from framework.plan import SweepChecker, validate_plan
     from framework.schema import CommittedSchemas
 
     schemas = schemas or CommittedSchemas(live_fallback=True)
     loaded = load_spec(path, overrides)
-    validate_plan(loaded, schemas)
-    for trial in expand_sweep(loaded) if trials else []:  # every trial of a sweep is a spec too
-        try:
-            validate_plan(load_spec(path, [*overrides, *trial.overrides]), schemas)
-        except SpecError as error:
-            raise SpecError([Problem(p.mark, p.path, f"{p.message} [trial {trial.name}]")
-                             for p in error.problems]) from None
+    validate_plan(loaded, schemas, cache)
+    if trials and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
+        problems = SweepChecker(path, overrides, schemas, cache).check()  # every trial of a sweep is a spec too
+        if problems:
+            raise SpecError(problems)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -77,7 +78,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not files:
         print(f"error: no spec files found in {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_SPEC
-    schemas = CommittedSchemas()
+    from framework.validate import ValidationCache
+
+    schemas, cache = CommittedSchemas(), ValidationCache()
     failed = 0
     for path in files:
         try:
@@ -86,7 +89,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 if not args.quiet:
                     print(f"ok  {path}")
                 continue
-            check_spec(path, [], schemas, trials=True)
+            check_spec(path, [], schemas, trials=True, cache=cache)
         except SpecError as error:
             failed += 1
             print(error, file=sys.stderr)
@@ -136,10 +139,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    check_spec(args.spec, args.overrides, trials=True)  # before torch is imported
+    check_spec(args.spec, args.overrides)  # before torch is imported; run_sweep checks every trial first
     from framework.sweep import run_sweep
 
-    result = run_sweep(args.spec, args.overrides, jobs=args.jobs, fail_fast=args.fail_fast)
+    result = run_sweep(args.spec, args.overrides, jobs=args.jobs, fail_fast=args.fail_fast, isolate=args.isolate)
     return EXIT_FAILED if result.failed else 0
 
 
@@ -147,7 +150,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from framework.claims import reproduce
 
     outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs,
-                         full=args.full)
+                         full=args.full, isolate=args.isolate)
     return EXIT_FAILED if any(o.failed for o in outcomes) else 0
 
 
@@ -263,6 +266,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_isolate(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--isolate", choices=("fork", "process"), default="fork",
+                         help="how each sweep trial's process starts: forked from a warm server that imported "
+                              "torch, Lightning and MLflow once (fork, default), or a fresh interpreter (process)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="exp", description="Declarative, spec-driven experiments.")
     p.add_argument("--traceback", action="store_true", help="show full tracebacks of errors")
@@ -276,6 +285,7 @@ def parser() -> argparse.ArgumentParser:
     sw.add_argument("overrides", nargs="*", metavar="key.path=value")
     sw.add_argument("--jobs", type=int, default=1, help="trials at a time; cores are split between them")
     sw.add_argument("--fail-fast", action="store_true", help="stop at the first failed trial")
+    _add_isolate(sw)
     sw.set_defaults(func=cmd_sweep)
     rp = sub.add_parser("reproduce", help="run what a paper's claims need and check them")
     rp.add_argument("folder", help="a paper folder with claims.yaml, e.g. specs/cvm_fairness/")
@@ -284,6 +294,7 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--full", action="store_true",
                     help="also the runs and claims marked `tier: full` (default: the default tier only)")
     rp.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel sweep trials")
+    _add_isolate(rp)
     rp.set_defaults(func=cmd_reproduce)
     for name, func, text in (("resume", cmd_resume, "continue a killed run from its last checkpoint"),
                              ("rerun", cmd_rerun, "run again from a run's stored resolved spec")):

@@ -404,7 +404,40 @@ def read_text(path: FsPath, source: str) -> str:
 
 def read_yaml(path: FsPath, source: str | None = None) -> Loaded:
     source = source or str(path)
-    return parse_yaml(read_text(path, source), source)
+    return parse_once(read_text(path, source), source)
+
+
+# Parsed texts of this process, by (source, text): `exp validate specs/` reads a spec's `extends`
+# parents once per child and a sweep applies the same override values to every trial. The key is
+# the text itself, not the file's mtime: file times tick in milliseconds, so a file rewritten at
+# the same size within one tick would read stale; reading a file costs microseconds, parsing it
+# about a millisecond. Oldest entries go first past _PARSED_MAX.
+_PARSED: dict[tuple[str, str], Loaded] = {}
+_PARSED_MAX = 512
+
+
+def parse_once(text: str, source: str) -> Loaded:
+    """`parse_yaml`, parsed once per (text, source) in this process. Every caller gets its own copy
+    (data deep-copied, mark tables copied; marks are immutable), so callers may mutate it. A text
+    that does not parse is not cached: its SpecError is raised each time."""
+    key = (source, text)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = parse_yaml(text, source)
+        if len(_PARSED) >= _PARSED_MAX:
+            del _PARSED[next(iter(_PARSED))]
+        _PARSED[key] = parsed
+    return Loaded(copy_tree(parsed.data), dict(parsed.key_marks), dict(parsed.value_marks), parsed.source)
+
+
+def copy_tree(value: Any) -> Any:
+    """A copy of loaded data: every mapping and list new, scalars shared (the safe loader makes no
+    mutable scalar). Several times faster than `copy.deepcopy` on spec-sized data."""
+    if isinstance(value, dict):
+        return {k: copy_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_tree(v) for v in value]
+    return value
 
 
 def _drop_marks(loaded: Loaded, prefix: Path) -> None:
@@ -514,7 +547,7 @@ def _load(path: FsPath, stack: tuple[FsPath, ...], reads: list[int], shape: str)
 def merge_loaded(base: Loaded, child: Loaded) -> Loaded:
     """`child` merged onto `base` (the rules of `extends:` in the module docstring), marks included."""
     out = Loaded(data=None, key_marks=dict(base.key_marks), value_marks=dict(base.value_marks), source=child.source)
-    out.data = _merge(out, child, copy.deepcopy(base.data), child.data, ())
+    out.data = _merge(out, child, copy_tree(base.data), child.data, ())
     return out
 
 
@@ -529,7 +562,7 @@ def apply_overrides(loaded: Loaded, overrides: list[str]) -> None:
             problems.append(Problem(Mark(source), (), "expected key.path=value"))
             continue
         try:
-            value = parse_yaml(raw, source).data if raw.strip() else None
+            value = parse_once(raw, source).data if raw.strip() else None
         except SpecError as error:
             problems.extend(Problem(Mark(source), (), p.message) for p in error.problems)
             continue
@@ -584,6 +617,11 @@ def _lookup(data: Any, dotted: str) -> Any:
     return node
 
 
+def reference_targets(text: str) -> list[str]:
+    """The key paths a string refers to: `'${a.b}/${c}'` -> `['a.b', 'c']`."""
+    return [ref.strip() for ref in _REFERENCE.findall(text)]
+
+
 class _References:
     """Resolves `${a.b}` references (module docstring), within the limits: values that come from
     expanding references (each time a reference is expanded: no sharing), the characters of a
@@ -621,40 +659,17 @@ class _References:
                 self.problems.append(Problem(self.loaded.value_mark(path), path, str(error)))
             return value
 
-    def target(self, ref: str, path: Path, active: tuple[str, ...], depth: int) -> Any:
-        ref = ref.strip()
-        if ref in active:
-            raise ValueError(f"reference cycle: {' -> '.join((*active, ref))}")
-        if len(active) >= MAX_DEPTH:
-            raise self.stop(path, f"a chain of more than {MAX_DEPTH} references ('${{a}}' -> '${{b}}' -> ...)")
-        try:
-            found = _lookup(self.loaded.data, ref)
-        except KeyError as error:
-            part, hint = error.args
-            raise ValueError(f"reference '${{{ref}}}' not found: no key '{part}'.{hint}") from None
-        return self.resolve(found, path, (*active, ref), depth)
-
-    def format(self, value: str, path: Path, active: tuple[str, ...], depth: int) -> str:
-        """A string with references formatted into it, at most MAX_REFERENCE_TEXT characters."""
-        length = len(_REFERENCE.sub("", value))  # the literal text; each reference adds its value's
-
-        def piece(match: re.Match[str]) -> str:
-            nonlocal length
-            text = str(self.target(match.group(1), path, active, depth))
-            length += len(text)
-            if length > MAX_REFERENCE_TEXT:
-                raise self.stop(path, f"references ('${{...}}') make a string longer than {MAX_REFERENCE_TEXT} "
-                                      "characters (a reference bomb?)")
-            return text
-
-        return _REFERENCE.sub(piece, value)
-
-
-def resolve_references(loaded: Loaded) -> None:
-    """Replace `${a.b}` references in place (see the module docstring)."""
+def resolve_references(loaded: Loaded, only: set[str] | None = None) -> None:
+    """Replace `${a.b}` references in place (see the module docstring). With `only`, just the
+    top-level keys named there are resolved (a sweep trial whose overrides reach no reference in
+    the other keys, which are already resolved); lookups still read the whole spec."""
     references = _References(loaded)
     try:
-        loaded.data = references.resolve(loaded.data, (), (), 0)
+        if only is None:
+            loaded.data = references.resolve(loaded.data, (), (), 0)
+        else:
+            loaded.data = {k: references.resolve(v, (k,), (), 1) if k in only else v
+                           for k, v in loaded.data.items()}
     except _Limit as limit:
         raise SpecError([*references.problems, limit.problem]) from None
     if references.problems:

@@ -12,20 +12,21 @@ Sweeps: `sweep:` expands into trials, each the spec plus the trial's overrides (
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path as FsPath
+from typing import Any, Callable
 
 import yaml
 
 from framework.errors import Problem, SpecError
-from framework.loader import Loaded, merge_loaded
+from framework.loader import (Loaded, apply_overrides, copy_tree, load_file, load_spec, merge_loaded,
+                              reference_targets, resolve_references)
 from framework.spec import Sweep
-from framework.validate import Schemas, validate, yaml_type
+from framework.validate import ValidationCache, Schemas, validate, yaml_type
 
 _STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -92,7 +93,7 @@ def stage_specs(loaded: Loaded) -> list[tuple[str | None, Loaded]]:
             if key in body:
                 problems.append(Problem(loaded.key_mark((*path, key)), (*path, key),
                                         f"'{key}' belongs at the top level, not inside a stage"))
-        merged = merge_loaded(copy.deepcopy(base), _sub_loaded(loaded, path, copy.deepcopy(body)))
+        merged = merge_loaded(base, _sub_loaded(loaded, path, copy_tree(body)))  # copies base
         merged.data["name"] = f"{data.get('name', '')}/{name}"
         out.append((name, merged))
     if problems:
@@ -100,15 +101,16 @@ def stage_specs(loaded: Loaded) -> list[tuple[str | None, Loaded]]:
     return out
 
 
-def validate_plan(loaded: Loaded, schemas: Schemas) -> list[Unit]:
-    """Validate every stage (or the plain spec); one SpecError with every problem of every stage."""
+def validate_plan(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = None) -> list[Unit]:
+    """Validate every stage (or the plain spec); one SpecError with every problem of every stage.
+    `cache`: component nodes checked before are not checked again (`framework.validate.ValidationCache`)."""
     units: list[Unit] = []
     problems: list[Problem] = []
     seen: set[str] = set()
     earlier: list[str] = []
     for stage, stage_loaded in stage_specs(loaded):
         try:
-            operative = validate(stage_loaded, schemas)
+            operative = validate(stage_loaded, schemas, cache)
         except SpecError as error:
             for p in error.problems:
                 if stage is not None:
@@ -160,11 +162,27 @@ def _sample(dist: dict[str, Any], rng: random.Random) -> Any:
     return math.exp(rng.uniform(math.log(low), math.log(high)))
 
 
-def expand_sweep(loaded: Loaded) -> list[Trial]:
-    """The trials of the spec's `sweep:` (none if it has no sweep)."""
+# A sweep stands for at most this many trials; its size is computed before any trial is made.
+MAX_TRIALS = 100_000
+
+
+def sweep_size(sweep: dict[str, Any]) -> tuple[int, str]:
+    """(number of trials, how it is made up) of a validated `sweep:`, computed without expanding."""
+    factors = [(f"grid {' x '.join(str(len(v)) for v in sweep['grid'].values())}", math.prod(map(len, sweep["grid"].values())))
+               if sweep["grid"] else None,
+               (f"zip {len(next(iter(sweep['zip'].values())))}", len(next(iter(sweep["zip"].values()))))
+               if sweep["zip"] else None,
+               (f"random.count {sweep['random']['count']}", sweep["random"]["count"]) if sweep["random"] else None,
+               (f"seeds {len(sweep['seeds'])}", len(sweep["seeds"])) if sweep["seeds"] else None]
+    parts = [f for f in factors if f]
+    return math.prod(n for _, n in parts), " x ".join(text for text, _ in parts)
+
+
+def _parsed_sweep(loaded: Loaded) -> dict[str, Any] | None:
+    """The spec's `sweep:` validated and within MAX_TRIALS, or None; else a located SpecError."""
     raw = loaded.data.get("sweep") if isinstance(loaded.data, dict) else None
     if raw is None:
-        return []
+        return None
     from pydantic import ValidationError
 
     try:
@@ -174,31 +192,176 @@ def expand_sweep(loaded: Loaded) -> list[Trial]:
             Problem(loaded.value_mark(("sweep", *e["loc"])), ("sweep", *e["loc"]), e["msg"].removeprefix("Value error, "))
             for e in error.errors()
         ]) from None
-    axes: list[list[dict[str, Any]]] = []
+    size, made_of = sweep_size(sweep)
+    if size > MAX_TRIALS:
+        path = ("sweep", "random", "count") if sweep["random"] and sweep["random"]["count"] > MAX_TRIALS else ("sweep",)
+        raise SpecError([Problem(loaded.value_mark(path), path,
+                                 f"{size} trials ({made_of}) is over the cap of {MAX_TRIALS} trials per sweep; "
+                                 f"split it into several sweeps or sample it with `random:`")])
+    return sweep
+
+
+def expand_sweep(loaded: Loaded) -> list[Trial]:
+    """The trials of the spec's `sweep:` (none if it has no sweep), in the order grid x zip x
+    random x seeds, the last varying fastest. Each axis entry is a list of (key, value, override
+    text, label value), written once per entry rather than once per trial."""
+    sweep = _parsed_sweep(loaded)
+    if sweep is None:
+        return []
+    axes: list[list[list[tuple[str, Any]]]] = []
     if sweep["grid"]:
-        keys = list(sweep["grid"])
-        axes.append([dict(zip(keys, combo)) for combo in itertools.product(*sweep["grid"].values())])
+        axes.append([list(zip(sweep["grid"], combo)) for combo in itertools.product(*sweep["grid"].values())])
     if sweep["zip"]:
-        keys = list(sweep["zip"])
-        axes.append([dict(zip(keys, row)) for row in zip(*sweep["zip"].values())])
+        axes.append([list(zip(sweep["zip"], row)) for row in zip(*sweep["zip"].values())])
     if sweep["random"]:
         rng = random.Random(sweep["random"]["seed"])
         params = sweep["random"]["params"]
-        axes.append([{k: _sample(d, rng) for k, d in params.items()} for _ in range(sweep["random"]["count"])])
+        axes.append([[(k, _sample(d, rng)) for k, d in params.items()] for _ in range(sweep["random"]["count"])])
     if sweep["seeds"]:
-        axes.append([{"seed": s} for s in sweep["seeds"]])
+        axes.append([[("seed", s)] for s in sweep["seeds"]])
+    written: dict[tuple[str, str], tuple[str, str]] = {}  # (key, repr of value) -> (override, label value)
+
+    def entry(key: str, value: Any) -> tuple[str, Any, str, str]:
+        found = written.get((key, repr(value)))
+        if found is None:
+            found = written[(key, repr(value))] = (f"{key}={_dump(value)}", _format(value))
+        return key, value, *found
+
+    axes_written = [[[entry(k, v) for k, v in part] for part in axis] for axis in axes]
+    keys: dict[str, None] = {k: None for axis in axes for k, _ in axis[0]}
+    shorts = [_short(k) for k in keys]
+    label = {k: k if shorts.count(_short(k)) > 1 else _short(k) for k in keys}
     trials = []
-    for combo in itertools.product(*axes):
-        values: dict[str, Any] = {}
+    for combo in itertools.product(*axes_written):
+        chosen: dict[str, tuple[str, Any, str, str]] = {}
         for part in combo:
-            values.update(part)
-        shorts = [_short(k) for k in values]
-        label = ",".join(
-            f"{k if shorts.count(_short(k)) > 1 else _short(k)}={_format(v)}" for k, v in values.items()
-        )
-        overrides = ["sweep=null", *(f"{k}={_dump(v)}" for k, v in values.items())]
-        trials.append(Trial(name=label or "base", values=values, overrides=overrides))
+            for item in part:
+                chosen[item[0]] = item
+        values = {k: v for k, v, _, _ in chosen.values()}
+        overrides = ["sweep=null", *(text for _, _, text, _ in chosen.values())]
+        name = ",".join(f"{label[k]}={shown}" for k, _, _, shown in chosen.values())
+        trials.append(Trial(name=name or "base", values=values, overrides=overrides))
     return trials
+
+
+class SweepChecker:
+    """The trials of a sweep spec, validated in one pass.
+
+    The spec file is loaded (its `extends` merged) and the caller's overrides applied once; the
+    spec without its sweep is resolved and validated once. A trial then copies only the containers
+    on the paths its overrides set, applies them, resolves the top-level keys its overrides reach
+    (directly, or through a `${...}` reference, followed transitively; the other keys are taken
+    resolved from the base) and validates with a ValidationCache, so a component node that did not change
+    is not checked again. The result is the operative spec `load_spec` + `validate_plan` give for
+    the spec with the trial's overrides (a test compares both on every landed sweep spec); a trial
+    with a problem is loaded again that way, for the located message. Staged specs take that way
+    for every trial. Hashes computed from these units are the ones `exp run` computes.
+    """
+
+    def __init__(self, spec_path: str | FsPath, overrides: list[str], schemas: Schemas,
+                 cache: ValidationCache | None = None) -> None:
+        self.spec_path, self.overrides, self.schemas = spec_path, list(overrides), schemas
+        self.cache = cache or ValidationCache()
+        loaded = load_file(spec_path)
+        apply_overrides(loaded, self.overrides)
+        with_sweep = _copy(loaded)
+        resolve_references(with_sweep)
+        self.trials = expand_sweep(with_sweep)
+        apply_overrides(loaded, ["sweep=null"])
+        self.unresolved = loaded
+        self.resolved = _copy(loaded)
+        resolve_references(self.resolved)
+        self.base = validate_plan(self.resolved, schemas, self.cache)
+        self.references = _references(loaded.data)
+        self.staged = isinstance(loaded.data, dict) and "stages" in loaded.data
+
+    def units(self, trial: Trial) -> list[Unit]:
+        """The trial's units (stages), or a SpecError located in the spec or the override."""
+        if not self.staged:
+            try:
+                return self._fast_units(trial)
+            except SpecError:
+                pass  # loaded again below, with the marks its message needs
+        return validate_plan(load_spec(self.spec_path, [*self.overrides, *trial.overrides]), self.schemas, self.cache)
+
+    def _fast_units(self, trial: Trial) -> list[Unit]:
+        settings = [o for o in trial.overrides if o != "sweep=null"]
+        paths = [tuple(o.partition("=")[0].strip().split(".")) for o in settings]
+        loaded = Loaded(_copy_along(self.unresolved.data, paths), {}, {}, self.unresolved.source)
+        apply_overrides(loaded, settings)
+        reached = _reached(paths, self.references)
+        loaded.data = {k: v if k in reached else self.resolved.data[k] for k, v in loaded.data.items()}
+        resolve_references(loaded, only=reached)
+        return validate_plan(loaded, self.schemas, self.cache)
+
+    def check(self, each: Callable[[list[Unit]], None] = lambda units: None, limit: int = 10) -> list[Problem]:
+        """Every trial's problems, each marked with its trial; `each(units)` is called for every
+        valid trial, in order (its SpecError counts as the trial's). After `limit` failing trials,
+        one line says how many more failed."""
+        problems: list[Problem] = []
+        failed = 0
+        for trial in self.trials:
+            try:
+                each(self.units(trial))
+            except SpecError as error:
+                failed += 1
+                if failed <= limit:
+                    problems += [Problem(p.mark, p.path, f"{p.message} [trial {trial.name}]") for p in error.problems]
+        if failed > limit:
+            problems.append(Problem(None, (), f"... and {failed - limit} more trial(s) of {len(self.trials)} with problems"))
+        return problems
+
+
+def _copy(loaded: Loaded) -> Loaded:
+    return Loaded(copy_tree(loaded.data), dict(loaded.key_marks), dict(loaded.value_marks), loaded.source)
+
+
+def _copy_along(data: Any, paths: list[tuple[str, ...]]) -> Any:
+    """`data` with every mapping and list on the given key paths copied (shallowly), so that
+    setting those paths leaves `data` as it was; everything off the paths is shared."""
+    root = dict(data) if isinstance(data, dict) else data
+    for parts in paths:
+        node = root
+        for part in parts[:-1]:
+            if isinstance(node, dict) and isinstance(node.get(part), (dict, list)):
+                key: str | int = part
+            elif isinstance(node, list) and part.lstrip("-").isdigit() and -len(node) <= int(part) < len(node):
+                key = int(part) % len(node)
+                if not isinstance(node[key], (dict, list)):
+                    break
+            else:
+                break
+            node[key] = dict(node[key]) if isinstance(node[key], dict) else list(node[key])
+            node = node[key]
+    return root
+
+
+def _references(data: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """(where, key path it refers to) of every `${...}` reference in `data`, paths as strings."""
+    if isinstance(data, dict):
+        return [r for k, v in data.items() for r in _references(v, (*path, str(k)))]
+    if isinstance(data, list):
+        return [r for i, v in enumerate(data) for r in _references(v, (*path, str(i)))]
+    if isinstance(data, str) and "${" in data:
+        return [(path, tuple(target.split("."))) for target in reference_targets(data)]
+    return []
+
+
+def _reached(paths: list[tuple[str, ...]], references: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> set[str]:
+    """The top-level keys whose resolved value may change when `paths` are set: those the paths
+    start with, and those holding a reference to a changed path (one path inside the other),
+    transitively."""
+    changed = list(paths)
+    pending = list(references)
+    grew = True
+    while grew:
+        grew = False
+        for where, target in list(pending):
+            if any(target[: len(c)] == c or c[: len(target)] == target for c in changed):
+                changed.append(where)
+                pending.remove((where, target))
+                grew = True
+    return {c[0] for c in changed if c}
 
 
 def _format(value: Any) -> str:

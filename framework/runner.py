@@ -22,7 +22,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from framework.errors import Mark, Problem, SpecError, UsageError
 from framework.loader import load_spec
@@ -75,8 +75,11 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> list[U
     return validate_plan(load_spec(spec_path, overrides), LiveSchemas())
 
 
-def unit_hashes(units: list[Unit], spec_path: str | Path) -> list[str]:
-    """Each unit's hash; a unit that loads earlier weights includes their hash (see spec_hash)."""
+def unit_hashes(units: list[Unit], spec_path: str | Path,
+                upstream_hash: Callable[[Path, list[str]], str] | None = None) -> list[str]:
+    """Each unit's hash; a unit that loads earlier weights includes their hash (see spec_hash).
+    `upstream_hash(spec, overrides)` hashes an `init: {spec}` upstream (default: prepared live)."""
+    upstream_hash = upstream_hash or (lambda other, overrides: plan_hash(prepare(other, overrides), other))
     hashes: dict[str | None, str] = {}
     out = []
     for unit in units:
@@ -86,7 +89,7 @@ def unit_hashes(units: list[Unit], spec_path: str | Path) -> list[str]:
             upstream = hashes[init["stage"]]
         elif init.get("spec"):
             other = _relative(unit, init["spec"])
-            upstream = plan_hash(prepare(other, init["overrides"]), other)
+            upstream = upstream_hash(other, init["overrides"])
         elif init.get("checkpoint"):
             upstream = f"file:{Path(init['checkpoint']).resolve()}"
         hashes[unit.stage] = spec_hash(unit.operative, upstream)
@@ -94,8 +97,9 @@ def unit_hashes(units: list[Unit], spec_path: str | Path) -> list[str]:
     return out
 
 
-def plan_hash(units: list[Unit], spec_path: str | Path) -> str:
-    hashes = unit_hashes(units, spec_path)
+def plan_hash(units: list[Unit], spec_path: str | Path,
+              upstream_hash: Callable[[Path, list[str]], str] | None = None) -> str:
+    hashes = unit_hashes(units, spec_path, upstream_hash)
     if len(hashes) == 1:
         return hashes[0]
     import hashlib

@@ -1,15 +1,25 @@
 """`exp sweep`: run a spec's trials in separate processes under one MLflow parent run.
 
-- Every trial is validated before the first one starts.
+- Every trial is validated before the first one starts, in one pass over the parsed spec and
+  without importing torch (`framework.plan.SweepChecker`); a sweep has at most
+  `framework.plan.MAX_TRIALS` trials.
+- Each trial is a process of its own, so a crashed or killed trial ends only itself. By default
+  (`--isolate fork`) it is forked from a warm server that imported torch, Lightning, MLflow and
+  the sweep's components once (`ForkedTrials`): the seconds those imports take are paid once per
+  sweep, not once per trial. `--isolate process` starts a fresh interpreter per trial
+  (`TrialProcesses`). Both run the same `exp run` code with the same arguments and give the same
+  numbers.
 - `--jobs N` runs N trials at a time; a trial runs with the spec's `hardware.threads` (default 1),
   capped at cores // N, since on small machines oversubscribed threads are far slower. Trials do
   not take more threads than the spec says when fewer jobs run: a trial's numbers then do not
-  depend on `--jobs` (float reductions differ with the thread count).
+  depend on `--jobs` (float reductions differ with the thread count). A `hardware.threads` the
+  user's overrides (or the sweep's axes) set is used as given.
 - A trial whose operative-spec hash already has a FINISHED run in the experiment is skipped
   (resume), and the sweep says so; the parent run of an earlier invocation of the same sweep is
   reused, so all trials stay under one parent.
 - Failures are reported as they happen and summarized at the end; `--fail-fast` stops launching
-  trials after the first failure and stops the running ones (marked KILLED).
+  trials after the first failure and stops the running ones (marked KILLED). Ctrl-C or SIGTERM
+  stops the running trials too, and marks the parent run KILLED.
 """
 
 from __future__ import annotations
@@ -22,13 +32,14 @@ import sys
 import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from framework.errors import Problem, SpecError
-from framework.loader import load_spec
-from framework.plan import Trial, expand_sweep
+from framework.loader import Loaded, apply_overrides, load_spec
+from framework.plan import SweepChecker, Trial, validate_plan
 
 FINISHED, FAILED, SKIPPED, KILLED = "FINISHED", "FAILED", "SKIPPED", "KILLED"
 
@@ -54,24 +65,31 @@ class SweepResult:
 
 
 def plan_trials(spec_path: str | Path, overrides: list[str]) -> tuple[list[Trial], list[str], dict[str, Any]]:
-    """Trials, their hashes, and the base operative spec; every trial validated first."""
-    from framework.runner import plan_hash, prepare
+    """Trials, their hashes, and the base operative spec; every trial validated first, in one pass
+    against the committed schema (`framework.plan.SweepChecker`; no torch import). The hashes are
+    the ones each trial's `exp run` computes from live signatures, as long as the committed schema
+    is current (a test checks it is); an `init: {spec}` upstream is hashed once per overrides."""
+    from framework.runner import plan_hash
+    from framework.schema import CommittedSchemas
 
-    loaded = load_spec(spec_path, overrides)
-    trials = expand_sweep(loaded)
-    if not trials:
-        raise SpecError([Problem(loaded.value_mark(()), ("sweep",), "this spec has no 'sweep:' section; use `exp run`")])
-    hashes, problems = [], []
-    for trial in trials:
-        try:
-            units = prepare(spec_path, [*overrides, *trial.overrides])
-            hashes.append(plan_hash(units, spec_path))
-        except SpecError as error:
-            problems += [Problem(p.mark, p.path, f"{p.message} [trial {trial.name}]") for p in error.problems]
+    checker = SweepChecker(spec_path, overrides, CommittedSchemas(live_fallback=True))
+    if not checker.trials:
+        mark = checker.unresolved.value_mark(())
+        raise SpecError([Problem(mark, ("sweep",), "this spec has no 'sweep:' section; use `exp run`")])
+    upstreams: dict[tuple[Path, tuple[str, ...]], str] = {}
+
+    def upstream_hash(other: Path, init_overrides: list[str]) -> str:
+        key = (other.resolve(), tuple(init_overrides))
+        if key not in upstreams:
+            units = validate_plan(load_spec(other, init_overrides), checker.schemas, checker.cache)
+            upstreams[key] = plan_hash(units, other, upstream_hash)
+        return upstreams[key]
+
+    hashes: list[str] = []
+    problems = checker.check(lambda units: hashes.append(plan_hash(units, spec_path, upstream_hash)))
     if problems:
         raise SpecError(problems)
-    base = prepare(spec_path, [*overrides, "sweep=null"])[0].operative
-    return trials, hashes, base
+    return checker.trials, hashes, checker.base[0].operative
 
 
 def _finished_hashes(client: Any, experiment_id: str) -> dict[str, str]:
@@ -86,19 +104,32 @@ def run_sweep(
     fail_fast: bool = False,
     cores: int | None = None,
     echo: Any = print,
+    isolate: str = "fork",
 ) -> SweepResult:
     """Run the spec's trials, `jobs` at a time, as child runs of one parent run (see the module
-    docstring). The parent ends FINISHED when every trial finished or was skipped, else FAILED."""
+    docstring). The parent ends FINISHED when every trial finished or was skipped, else FAILED;
+    KILLED, with the running trials stopped, when this process is interrupted (Ctrl-C, SIGTERM)."""
     overrides = list(overrides or [])
+    if isolate not in ISOLATIONS:
+        raise ValueError(f"isolate must be one of {', '.join(ISOLATIONS)}, got {isolate!r}")
     trials, hashes, base = plan_trials(spec_path, overrides)
-    threads = min(base["hardware"]["threads"], max(1, (cores or os.cpu_count() or 1) // max(1, jobs)))
+    preload = component_modules(base)
+    if isolate == "fork":
+        warm_context(preload)  # the server imports while the parent run is opened
+    threads = _threads(base, overrides, jobs, cores)
     tracker, done = _open_parent(spec_path, overrides, base, hashes)
     parent = tracker.run_id
     outcomes, todo = _skip_finished(trials, hashes, done, echo)
-    echo(f"sweep {base['name']}: {len(trials)} trial(s), {len(todo)} to run, {jobs} job(s) x {threads} thread(s); "
-         f"parent run {parent}")
-    processes = TrialProcesses(spec_path, overrides, parent, base["name"], threads)
-    _run_pool(processes, [(i, trials[i]) for i in todo], jobs, fail_fast, outcomes, len(trials), echo)
+    given = " (as given)" if sets_threads(overrides) else ""
+    echo(f"sweep {base['name']}: {len(trials)} trial(s), {len(todo)} to run, {jobs} job(s) x {threads} "
+         f"thread(s){given}; parent run {parent}")
+    launcher = ForkedTrials(spec_path, overrides, parent, base["name"], threads, preload) if isolate == "fork" \
+        else TrialProcesses(spec_path, overrides, parent, base["name"], threads)
+    try:
+        _run_pool(launcher, [(i, trials[i]) for i in todo], jobs, fail_fast, outcomes, len(trials), echo)
+    except BaseException as error:  # Ctrl-C or SIGTERM: _run_pool stopped the trials
+        tracker.finish(error)
+        raise
     result = SweepResult(parent, [outcomes[i] for i in sorted(outcomes)])
     echo(summary(result))
     if result.failed:
@@ -107,6 +138,14 @@ def run_sweep(
     else:
         tracker.finish()
     return result
+
+
+def _threads(base: dict[str, Any], overrides: list[str], jobs: int, cores: int | None) -> int:
+    """Torch threads per trial: the spec's hardware.threads capped at cores // jobs, or exactly the
+    value the user's overrides give (an explicit choice wins over the tool's)."""
+    if sets_threads(overrides):
+        return base["hardware"]["threads"]
+    return min(base["hardware"]["threads"], max(1, (cores or os.cpu_count() or 1) // max(1, jobs)))
 
 
 def _open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, Any],
@@ -145,17 +184,43 @@ def _skip_finished(trials: list[Trial], hashes: list[str], done: dict[str, str],
     return outcomes, todo
 
 
-class TrialProcesses:
-    """Each trial is `exp run SPEC OVERRIDES... hardware.threads=N` in a child process, a child run
-    of the parent (through $EXPSPEC_PARENT_RUN_ID); it reports its result in a JSON file and its
-    output goes to a log file, whose last line is the message of a failed trial."""
+# Imported once by the warm server that forks the trials (`ForkedTrials`), with the modules of
+# the sweep's components: what every `exp run` otherwise imports again (~9 s on 2 cores).
+PRELOAD = ["framework.warm"]
+
+
+def sets_threads(overrides: list[str]) -> bool:
+    """Whether these overrides set `hardware.threads` (as `hardware.threads=2` or `hardware={threads: 2}`)."""
+    probe = Loaded(data={})
+    try:
+        apply_overrides(probe, overrides)
+    except SpecError:
+        return False
+    hardware = probe.data.get("hardware")
+    return isinstance(hardware, dict) and "threads" in hardware
+
+
+class TrialLauncher:
+    """Runs each trial as `exp run SPEC OVERRIDES... TRIAL-OVERRIDES... hardware.threads=N` in a
+    process of its own, a child run of the parent (through $EXPSPEC_PARENT_RUN_ID); it reports
+    its result in a JSON file ($EXPSPEC_RESULT_FILE) and its output goes to a log file, whose last
+    line is the message of a failed trial. `hardware.threads=N` (the tool's choice) is left out
+    when the user's overrides or the trial's own set hardware.threads: an explicit value wins.
+    Subclasses say how the process starts: `TrialProcesses` (a fresh interpreter) or
+    `ForkedTrials` (forked from a warm server)."""
 
     def __init__(self, spec_path: str | Path, overrides: list[str], parent_run_id: str, name: str,
                  threads: int) -> None:
         self.spec_path, self.overrides, self.parent_run_id = spec_path, overrides, parent_run_id
         self.name, self.threads = name, threads
         self.workdir = Path(tempfile.mkdtemp(prefix="expspec-sweep-"))
-        self.running: dict[int, subprocess.Popen] = {}
+        self.running: dict[int, Any] = {}
+        self.stopped = False
+
+    def argv(self, trial: Trial) -> list[str]:
+        given = [*self.overrides, *trial.overrides]
+        threads = [] if sets_threads(given) else [f"hardware.threads={self.threads}"]
+        return ["run", str(self.spec_path), *given, *threads]
 
     def run(self, i: int, trial: Trial) -> TrialOutcome:
         """Run trial `i` to its end (called from a worker thread)."""
@@ -163,36 +228,168 @@ class TrialProcesses:
         env = {**os.environ, "EXPSPEC_PARENT_RUN_ID": self.parent_run_id, "EXPSPEC_RESULT_FILE": str(result_file),
                "EXPSPEC_RUN_NAME": f"{self.name}[{trial.name}]"}
         env.pop("EXPSPEC_RUN_ID", None)
-        command = [sys.executable, "-m", "framework.cli", "run", str(self.spec_path), *self.overrides,
-                   *trial.overrides, f"hardware.threads={self.threads}"]
         start = time.perf_counter()
-        with open(log_file, "w") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-            self.running[i] = process
-            code = process.wait()
+        try:
+            self.running[i] = self.start(self.argv(trial), env, log_file)
+        except Exception as error:  # e.g. the warm server is gone: this trial fails, the sweep goes on
+            return TrialOutcome(trial, FAILED, None, {}, time.perf_counter() - start, f"could not start: {error!r}")
+        if self.stopped:  # stop() came while this trial was starting
+            self.terminate(self.running[i])
+        code = self.wait(self.running[i])
         seconds = time.perf_counter() - start
         if code == 0 and result_file.is_file():
             data = json.loads(result_file.read_text())
             return TrialOutcome(trial, FINISHED, data["run_id"], data["metrics"], seconds)
-        lines = [line for line in log_file.read_text().splitlines() if line.strip()]
-        status = KILLED if code in (-signal.SIGTERM, 130, 143) else FAILED
-        return TrialOutcome(trial, status, None, {}, seconds, lines[-1] if lines else f"exit code {code}")
+        lines = [line for line in log_file.read_text().splitlines() if line.strip()] if log_file.is_file() else []
+        return TrialOutcome(trial, _status(code), None, {}, seconds, lines[-1] if lines else _exit_text(code))
 
     def stop(self) -> None:
         """SIGTERM every trial still running: each marks its run KILLED (see framework.cli)."""
-        for process in self.running.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
+        self.stopped = True
+        for handle in list(self.running.values()):
+            self.terminate(handle)
+
+    def start(self, argv: list[str], env: dict[str, str], log_file: Path) -> Any:
+        raise NotImplementedError
+
+    def wait(self, handle: Any) -> int:
+        raise NotImplementedError
+
+    def terminate(self, handle: Any) -> None:
+        raise NotImplementedError
 
 
-def _run_pool(processes: TrialProcesses, todo: list[tuple[int, Trial]], jobs: int, fail_fast: bool,
+def _status(code: int) -> str:
+    """KILLED for a trial stopped by a signal (SIGTERM: --fail-fast or a scheduler, handled as
+    Ctrl-C: exit 130; or died of SIGTERM/SIGKILL, e.g. the out-of-memory killer), else FAILED."""
+    return KILLED if code in (-signal.SIGTERM, -signal.SIGKILL, 130, 143) else FAILED
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}" + (" (e.g. the out-of-memory killer)" if code == -signal.SIGKILL else "")
+    return f"exit code {code}"
+
+
+class TrialProcesses(TrialLauncher):
+    """`exp sweep --isolate process`: each trial a fresh `python -m framework.cli run ...`, which
+    imports torch, Lightning and MLflow again (seconds per trial)."""
+
+    def start(self, argv: list[str], env: dict[str, str], log_file: Path) -> subprocess.Popen:
+        with open(log_file, "w") as log:
+            return subprocess.Popen([sys.executable, "-m", "framework.cli", *argv], stdout=log,
+                                    stderr=subprocess.STDOUT, env=env)
+
+    def wait(self, handle: subprocess.Popen) -> int:
+        return handle.wait()
+
+    def terminate(self, handle: subprocess.Popen) -> None:
+        if handle.poll() is None:
+            handle.send_signal(signal.SIGTERM)
+
+
+class ForkedTrials(TrialLauncher):
+    """`exp sweep` (`--isolate fork`, the default): each trial a child forked from a warm server,
+    multiprocessing's forkserver, which imported PRELOAD and the sweep's component modules once.
+
+    - The server is a fresh interpreter started from this process (never forked from it), so no
+      MLflow connection, thread or torch thread pool of this process reaches a trial; the server
+      imports modules and runs nothing, so torch's thread pools start in each trial, after its
+      `torch.set_num_threads`.
+    - A trial is a process of its own: a crash, `os._exit` or SIGKILL ends that trial only
+      (FAILED or KILLED, and the sweep goes on); SIGTERM ends it as Ctrl-C does (its run KILLED).
+    - A trial gets the environment and working directory this process has when the trial starts
+      (the server's are those of its own start), its output goes to its log file, and it runs
+      `framework.cli.main` with the same arguments as `TrialProcesses`: same checks, same code,
+      same numbers (a test compares the metrics of both). It exits without the interpreter's
+      tear-down (multiprocessing ends forked children with os._exit, after flushing output).
+    - The server lives as long as this process and serves every sweep it runs (`exp reproduce`);
+      modules are preloaded when it starts, so a later sweep's own components are imported by
+      each of its trials.
+    """
+
+    def __init__(self, spec_path: str | Path, overrides: list[str], parent_run_id: str, name: str,
+                 threads: int, preload: list[str]) -> None:
+        super().__init__(spec_path, overrides, parent_run_id, name, threads)
+        self.context = warm_context(preload)
+
+    def start(self, argv: list[str], env: dict[str, str], log_file: Path) -> Any:
+        process = self.context.Process(target=forked_trial, args=(argv, env, os.getcwd(), str(log_file)),
+                                       name=f"expspec-trial-{log_file.stem}")
+        process.start()
+        return process
+
+    def wait(self, handle: Any) -> int:
+        handle.join()
+        return handle.exitcode
+
+    def terminate(self, handle: Any) -> None:
+        if handle.exitcode is None:
+            handle.terminate()
+
+
+def warm_context(modules: list[str]) -> Any:
+    """multiprocessing's forkserver context, its server started (in the background: its imports
+    overlap what this process does next) with PRELOAD and `modules` when it is not running yet."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([*PRELOAD, *modules])
+    forkserver.ensure_running()
+    return context
+
+
+def component_modules(operative: dict[str, Any]) -> list[str]:
+    """The modules of the registered components the spec names, nested nodes and terms included
+    (to preload them): every mapping whose `type` is a registered name, in any kind."""
+    import registry
+
+    names: list[str] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("type"), str):
+                names.append(value["type"])
+            for item in value.values():
+                visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+
+    visit(operative)
+    modules = [reg.target(name).partition(":")[0] for name in dict.fromkeys(names)
+               for reg in registry.KINDS.values() if name in reg]
+    return list(dict.fromkeys(modules))
+
+
+def forked_trial(argv: list[str], env: dict[str, str], cwd: str, log_file: str) -> None:
+    """A forked trial: this trial's working directory, environment and log file, then `exp run`."""
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    from framework.cli import main
+
+    sys.exit(main(argv))
+
+
+ISOLATIONS = ("fork", "process")
+
+
+def _run_pool(processes: TrialLauncher, todo: list[tuple[int, Trial]], jobs: int, fail_fast: bool,
               outcomes: dict[int, TrialOutcome], total: int, echo: Any) -> None:
     """Run the trials `jobs` at a time, in order, adding each outcome (by trial index) as it
     arrives. With `fail_fast`, the first failure stops the running trials and launches no more;
     those never launched get the status NOT RUN."""
     queue = list(todo)
     stopping = False
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, _stopped_on_interrupt(processes):
         pending: dict[Future, int] = {}
         while queue or pending:
             while queue and len(pending) < jobs and not stopping:
@@ -211,6 +408,17 @@ def _run_pool(processes: TrialProcesses, todo: list[tuple[int, Trial]], jobs: in
                     processes.stop()
     for i, trial in queue:
         outcomes[i] = TrialOutcome(trial, "NOT RUN", message="not launched after a failure (--fail-fast)")
+
+
+@contextmanager
+def _stopped_on_interrupt(processes: TrialLauncher) -> Iterator[None]:
+    """Ctrl-C or SIGTERM in the sweep's process stops the running trials (each marks its run
+    KILLED) before the pool waits for them."""
+    try:
+        yield
+    except BaseException:
+        processes.stop()
+        raise
 
 
 def _progress_line(outcome: TrialOutcome, done: int, total: int) -> str:

@@ -16,6 +16,7 @@ import importlib.metadata
 import os
 import socket
 import subprocess
+import sys
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,8 +95,13 @@ def experiment_id(mlflow_client: MlflowClient, name: str) -> str:
 
 
 def process_tags() -> dict[str, str]:
-    """Where this run lives: host and process id (for `Tracker.reap_orphans`)."""
-    return {"expspec.host": socket.gethostname(), "expspec.pid": str(os.getpid())}
+    """Where this run lives: host and process id (for `Tracker.reap_orphans`), and the torch
+    intra-op thread count the process uses once the run set it (when torch is imported)."""
+    tags = {"expspec.host": socket.gethostname(), "expspec.pid": str(os.getpid())}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        tags["expspec.torch_threads"] = str(torch.get_num_threads())
+    return tags
 
 
 def _alive(pid: int) -> bool:

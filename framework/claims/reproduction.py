@@ -26,7 +26,7 @@ class TrialResult(RunResult):
 
 
 def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = False, jobs: int = 1,
-              echo: Any = print, full: bool = False) -> list[Outcome]:
+              echo: Any = print, full: bool = False, isolate: str = "fork") -> list[Outcome]:
     """Obtain the runs of the tiers asked for (default only, or all with `full`), check the claims,
     print the table and a summary, log them to MLflow, optionally rewrite the README's table.
     Returns an outcome per claim, in file order; a claim outside the tiers has `ran` False. The
@@ -35,7 +35,7 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
     claims, _ = load_claims(folder)
     runs = {alias: ref for alias, ref in claims.runs.items() if in_tier(ref.tier, full)}
     check_specs(runs, folder)
-    results = obtain_all(runs, folder, fresh, jobs, echo)
+    results = obtain_all(runs, folder, fresh, jobs, echo, isolate)
     outcomes = [evaluate(c, results) if in_tier(c.tier, full) else Outcome(c, False, ran=False)
                 for c in claims.claims]
     text = report(folder, outcomes, full)
@@ -64,8 +64,11 @@ def check_specs(runs: dict[str, RunRef], folder: Path) -> None:
         check_spec(folder / ref.spec, ref.overrides, trials=True)
 
 
-def obtain_all(runs: dict[str, RunRef], folder: Path, fresh: bool, jobs: int, echo: Any = print) -> dict[str, Any]:
-    """alias -> RunResult, or a list of TrialResults (in trial order) for a sweep spec."""
+def obtain_all(runs: dict[str, RunRef], folder: Path, fresh: bool, jobs: int, echo: Any = print,
+               isolate: str = "fork") -> dict[str, Any]:
+    """alias -> RunResult, or a list of TrialResults (in trial order) for a sweep spec. A sweep's
+    trials run as `exp sweep --isolate ISOLATE` runs them (default: forked from one warm server,
+    which serves every sweep of the reproduction)."""
     from framework.loader import load_spec
     from framework.plan import expand_sweep
     from framework.runner import obtain
@@ -75,20 +78,21 @@ def obtain_all(runs: dict[str, RunRef], folder: Path, fresh: bool, jobs: int, ec
         spec = folder / ref.spec
         if expand_sweep(load_spec(spec, ref.overrides)):
             echo(f"== {alias}: sweep {spec}")
-            results[alias] = obtain_sweep(alias, spec, ref.overrides, jobs, echo)
+            results[alias] = obtain_sweep(alias, spec, ref.overrides, jobs, echo, isolate)
         else:
             echo(f"== {alias}: {spec} {' '.join(ref.overrides)}".rstrip())
             results[alias] = obtain(spec, ref.overrides, fresh=fresh)
     return results
 
 
-def obtain_sweep(alias: str, spec: Path, overrides: list[str], jobs: int, echo: Any = print) -> list[TrialResult]:
+def obtain_sweep(alias: str, spec: Path, overrides: list[str], jobs: int, echo: Any = print,
+                 isolate: str = "fork") -> list[TrialResult]:
     """Every trial of the sweep, finished now or earlier (a skipped trial's metrics are read from
     its MLflow run); RuntimeError when a trial did not finish."""
     from framework.sweep import SKIPPED, run_sweep
     from framework.tracking import client
 
-    sweep = run_sweep(spec, overrides, jobs=jobs, echo=echo)
+    sweep = run_sweep(spec, overrides, jobs=jobs, echo=echo, isolate=isolate)
     if sweep.failed:
         raise RuntimeError(f"run '{alias}': {len(sweep.failed)} trial(s) of {spec} did not finish")
     trials = []

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from framework.errors import SpecError
 from framework.loader import load_spec, parse_yaml
-from framework.plan import expand_sweep, validate_plan
+from framework.plan import SweepChecker, expand_sweep, validate_plan
 from framework.schema import CommittedSchemas
+
+ROOT = Path(__file__).resolve().parents[2]
 
 BASE = """\
 name: t
@@ -121,3 +126,87 @@ def test_stage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str,
     with pytest.raises(SpecError) as info:
         validate_plan(load_spec("s.yaml"), CommittedSchemas())
     assert message in [str(p) for p in info.value.problems]
+
+
+# -- one-pass trial checking (SweepChecker) and caps -------------------------------------------
+
+REFERENCING = BASE.replace("data: {type: synthetic_classification, n_features: 4}",
+                           "data: {type: synthetic_classification, n_features: '${width}', seed: '${seed}'}") \
+    .replace("model: {type: mlp, in_features: 4,", "model: {type: mlp, in_features: '${data.n_features}',") \
+    + "width: 4\nmetrics: [{type: accuracy}]\n"
+
+
+@pytest.mark.parametrize(
+    "spec, sweep",
+    [
+        (BASE, "grid: {optimizer.lr: [0.1, 0.01], model.hidden: [[8], [8, 8]]}"),
+        (REFERENCING, "{grid: {width: [4, 6]}, seeds: [0, 1]}"),  # a reference chain: width -> data -> model
+        (REFERENCING, "grid: {metrics.0.type: [accuracy, auroc], metrics: [[{type: accuracy}]]}"),
+        (BASE, "grid: {scheduler: [null, {type: cosine}], loss: [{type: cross_entropy, label_smoothing: 0.1}]}"),
+        (BASE, "zip: {model: [{type: mlp, in_features: 4, out_features: 3}], optimizer.lr: [1]}"),
+        (STAGED, "{grid: {stages.train.optimizer.lr: [0.3, 0.4], model.hidden: [[3]]}, seeds: [0, 1]}"),
+    ],
+    ids=["plain values", "references", "list items", "new and removed sections", "int vs float", "stages"],
+)
+def test_checker_units_equal_loading_each_trial(tmp_path: Path, spec: str, sweep: str) -> None:
+    """Every trial's operative spec from SweepChecker (one load, re-validating what a trial's
+    overrides reach) equals the one of loading and validating the spec with the trial's overrides."""
+    if "width" in spec:  # `width` is not a spec key: a sweep over it would be invalid; keep it as a reference source
+        spec = spec.replace("width: 4\n", "description: '4'\n").replace("${width}", "${seed}")
+        sweep = sweep.replace("width: [4, 6]", "description: ['4', '6']")
+    path = tmp_path / "s.yaml"
+    path.write_text(spec + f"sweep: {{{sweep}}}\n" if not sweep.startswith("{") else spec + f"sweep: {sweep}\n")
+    schemas = CommittedSchemas()
+    checker = SweepChecker(path, ["seed=2"], schemas)
+    assert checker.trials
+    for trial in checker.trials:
+        expected = [u.operative for u in validate_plan(load_spec(path, ["seed=2", *trial.overrides]), schemas)]
+        assert [u.operative for u in checker.units(trial)] == expected, trial.name
+        assert [json.dumps(u.operative) for u in checker.units(trial)] == [json.dumps(o) for o in expected]
+
+
+def test_checker_locates_a_trial_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("s.yaml").write_text(BASE + "sweep:\n  grid: {optimizer.lr: [0.1, fast], model.dropout: [0.0, 0.5]}\n")
+    problems = [str(p) for p in SweepChecker("s.yaml", [], CommittedSchemas()).check()]
+    assert problems == [
+        "override 'optimizer.lr=fast': optimizer.lr: expected a number, got string 'fast' [trial lr=fast,dropout=0.0]",
+        "override 'optimizer.lr=fast': optimizer.lr: expected a number, got string 'fast' [trial lr=fast,dropout=0.5]",
+    ]
+    assert str(SweepChecker("s.yaml", [], CommittedSchemas()).check(limit=1)[-1]) == "... and 1 more trial(s) of 4 with problems"
+
+
+@pytest.mark.parametrize(
+    "sweep, message",
+    [
+        ("random: {count: 1000000000, params: {optimizer.lr: {distribution: uniform, low: 0, high: 1}}}",
+         "s.yaml:9:19: sweep.random.count: 1000000000 trials (random.count 1000000000) is over the cap of 100000 "
+         "trials per sweep; split it into several sweeps or sample it with `random:`"),
+        ("{grid: {optimizer.lr: [RANGE], model.dropout: [RANGE]}, seeds: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}",
+         "s.yaml:8:8: sweep: 110000 trials (grid 100 x 100 x seeds 11) is over the cap of 100000 trials per sweep; "
+         "split it into several sweeps or sample it with `random:`"),
+    ],
+    ids=["random count", "grid x seeds"],
+)
+def test_sweep_size_is_capped_before_expanding(sweep: str, message: str) -> None:
+    values = ", ".join(str(i) for i in range(100))
+    text = BASE + ("sweep:\n  " + sweep if not sweep.startswith("{") else "sweep: " + sweep).replace("RANGE", values) + "\n"
+    with pytest.raises(SpecError) as info:
+        expand_sweep(parse_yaml(text, "s.yaml"))
+    assert [str(p) for p in info.value.problems] == [message]
+
+
+def test_a_grid_of_10000_trials_validates_and_plans_without_torch(tmp_path: Path) -> None:
+    """`exp validate` and sweep planning both go through every one of 10,000 trials, and planning
+    imports neither torch nor MLflow (the timing is benchmarks/validate_speed.py's)."""
+    values = ", ".join(f"{i / 1000}" for i in range(1, 101))
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\n"
+                    f"sweep:\n  grid: {{optimizer.lr: [{values}], loss.terms.cvm.weight: [{values}]}}\n")
+    script = ("import sys; from framework.cli import main; from framework.sweep import plan_trials\n"
+              f"assert main(['validate', '-q', '{spec}']) == 0\n"
+              f"trials, hashes, base = plan_trials('{spec}', [])\n"
+              "print(len(trials), len(set(hashes)), 'torch' in sys.modules, 'mlflow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-4:] == ["10000", "10000", "False", "False"]

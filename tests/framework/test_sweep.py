@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from mlflow.tracking import MlflowClient
 
-from framework.sweep import FAILED, FINISHED, SKIPPED, run_sweep
+from framework.runner import plan_hash, prepare
+from framework.sweep import FAILED, FINISHED, KILLED, SKIPPED, plan_trials, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORT = ["trainer.max_steps=3", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"]
@@ -56,16 +65,108 @@ def test_fail_fast_launches_no_more(tracked: str, tmp_path: Path) -> None:
     assert [o.status for o in result.outcomes] == [FAILED, "NOT RUN", "NOT RUN"]
 
 
-def test_trials_keep_the_spec_threads_whatever_the_jobs(tracked: str, tmp_path: Path) -> None:
-    """A trial runs with the spec's hardware.threads (1), not the cores one job leaves free, so its
-    numbers do not depend on --jobs; more threads than cores // jobs are capped."""
-    spec = _spec(tmp_path, "{loss.terms.cvm.weight: [0.0]}")
+def test_threads_per_trial_and_an_explicit_value_wins(tracked: str, tmp_path: Path) -> None:
+    """The spec's hardware.threads is capped at cores // jobs, so a trial's numbers do not depend
+    on --jobs; a value the user's overrides or the sweep's axes give is used as given. Each forked
+    trial sets its own torch thread count (the tag is what torch reports inside the run)."""
     client = MlflowClient(tracked)
+    spec = _spec(tmp_path, "{hardware.threads: [1, 2]}")
+    spec.write_text(spec.read_text() + "hardware: {accelerator: cpu, devices: 1, threads: 2}\n")
     # learning rates no other test of the session uses: a finished trial of the same hash is skipped
-    for overrides, jobs, threads in ((["optimizer.lr=0.0011"], 1, "1"),
-                                     (["hardware.threads=2", "optimizer.lr=0.0012"], 2, "1")):
+    cases = [(["optimizer.lr=0.0011"], 1, "1 job(s) x 2 thread(s);", ["1", "2"]),  # the sweep's axis
+             (["optimizer.lr=0.0012", "sweep.grid={seed: [0]}"], 2, "2 job(s) x 1 thread(s);", ["1"]),  # capped
+             (["optimizer.lr=0.0013", "sweep.grid={seed: [0]}", "hardware.threads=2"], 2,
+              "2 job(s) x 2 thread(s) (as given);", ["2"])]  # the user's override
+    for overrides, jobs, line, threads in cases:
         lines: list[str] = []
         result = run_sweep(spec, [*SHORT, *overrides], jobs=jobs, cores=2, echo=lines.append)
-        assert f"{jobs} job(s) x {threads} thread(s)" in lines[0]
-        [trial] = result.outcomes
-        assert client.get_run(trial.run_id).data.params["hardware.threads"] == threads
+        assert line in lines[0]
+        runs = [client.get_run(o.run_id) for o in result.outcomes]
+        assert [r.data.params["hardware.threads"] for r in runs] == threads
+        assert [r.data.tags["expspec.torch_threads"] for r in runs] == threads
+
+
+def test_forked_and_fresh_process_trials_give_identical_numbers(tracked: str, tmp_path: Path) -> None:
+    """The same sweep, trials forked from the warm server vs a fresh interpreter each: the same
+    final metrics and the same logged training curve, to the last bit. (`paper` names the MLflow
+    experiment, so the second sweep does not skip the first one's finished trials.)"""
+    spec = _spec(tmp_path, "{loss.terms.cvm.weight: [0.0, 5.0]}")
+    client = MlflowClient(tracked)
+    runs = {}
+    for isolate in ("fork", "process"):
+        result = run_sweep(spec, [*SHORT, "trainer.log_every_n_steps=1", f"paper=sweep_{isolate}"], jobs=2, echo=lambda *_: None, isolate=isolate)
+        assert [o.status for o in result.outcomes] == [FINISHED, FINISHED]
+        runs[isolate] = result.outcomes
+    for forked, fresh in zip(runs["fork"], runs["process"]):
+        assert forked.metrics == fresh.metrics and len(forked.metrics) > 10
+        curves = [[m.value for m in client.get_metric_history(o.run_id, "train/loss")] for o in (forked, fresh)]
+        assert curves[0] == curves[1] and curves[0]
+
+
+def test_a_killed_or_crashed_trial_ends_only_itself(tracked: str, tmp_path: Path) -> None:
+    """The first trial is SIGKILLed while it trains (as the out-of-memory killer would), the second
+    raises while building; the sweep goes on and the third finishes. The killed trial's run is
+    marked KILLED by the next run started in the experiment (its process is gone)."""
+    spec = _spec(tmp_path, "{model.in_features: [6, 5, 6], trainer.max_steps: [20000, 3, 3]}", kind="zip")
+    killer = threading.Thread(target=_kill_first_running, args=(tracked,), daemon=True)
+    killer.start()
+    result = run_sweep(spec, [*SHORT[1:], "trainer.max_epochs=1000"], jobs=1, echo=lambda *_: None)
+    killer.join(timeout=5)
+    assert [o.status for o in result.outcomes] == [KILLED, FAILED, FINISHED]
+    assert result.outcomes[0].message == "killed by SIGKILL (e.g. the out-of-memory killer)"
+    assert "is 5 but the data has in_features = 6" in result.outcomes[1].message
+    client = MlflowClient(tracked)
+    experiment = client.get_experiment_by_name("sweep_test").experiment_id
+    [killed] = client.search_runs([experiment], "tags.`mlflow.runName` = 'sweep-test[in_features=6,max_steps=20000]'")
+    assert killed.info.status == "KILLED" and "ended without closing the run" in killed.data.tags["expspec.error"]
+
+
+def test_sigterm_to_the_sweep_stops_its_trials_and_marks_runs_killed(tracked: str, tmp_path: Path) -> None:
+    """`exp sweep` ended by SIGTERM (a scheduler; Ctrl-C alike): the running forked trial is
+    stopped and its run KILLED, the parent run KILLED, exit code 130."""
+    spec = _spec(tmp_path, "{trainer.max_steps: [20000, 3]}")
+    sweep = subprocess.Popen([sys.executable, "-m", "framework.cli", "sweep", str(spec), "paper=sweep_sigterm",
+                              "trainer.max_epochs=1000"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    running = _first_running(tracked, "sweep_sigterm")
+    sweep.send_signal(signal.SIGTERM)
+    output = sweep.communicate(timeout=120)[0]
+    assert sweep.returncode == 130, output
+    client = MlflowClient(tracked)
+    parent = client.get_run(running.data.tags["mlflow.parentRunId"])
+    assert (client.get_run(running.info.run_id).info.status, parent.info.status) == ("KILLED", "KILLED")
+
+
+def _first_running(uri: str, paper: str, timeout: float = 600) -> Any:
+    """The first RUNNING trial run of experiment `paper` (a run with a parent), once there is one."""
+    client = MlflowClient(uri)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        experiment = client.get_experiment_by_name(paper)
+        runs = client.search_runs([experiment.experiment_id], "attributes.status = 'RUNNING'") if experiment else []
+        trials = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+        if trials:
+            return trials[0]
+        time.sleep(0.2)
+    raise TimeoutError(f"no trial of {paper} started within {timeout} s")
+
+
+def _kill_first_running(uri: str, timeout: float = 600) -> None:
+    """SIGKILL the process of the first RUNNING trial of experiment sweep_test (the one that trains long)."""
+    run = _first_running(uri, "sweep_test", timeout)
+    assert run.data.tags["mlflow.runName"].endswith("max_steps=20000]")
+    os.kill(int(run.data.tags["expspec.pid"]), signal.SIGKILL)
+
+
+SWEEP_SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml") if "\nsweep:" in p.read_text())
+
+
+@pytest.mark.parametrize("spec", SWEEP_SPECS, ids=[str(p.relative_to(ROOT / "specs")) for p in SWEEP_SPECS])
+def test_planned_hashes_are_the_hashes_each_trial_run_computes(spec: Path) -> None:
+    """One-pass planning (committed schema, no torch) gives every trial the hash `exp run` gives it
+    (each trial loaded on its own and validated against live signatures): the skip-finished logic
+    and the result cache depend on it."""
+    trials, hashes, base = plan_trials(spec, [])
+    assert len(SWEEP_SPECS) >= 10 and trials
+    assert hashes == [plan_hash(prepare(spec, trial.overrides), spec) for trial in trials]
+    assert base == prepare(spec, ["sweep=null"])[0].operative
