@@ -35,7 +35,10 @@ import sys
 import time
 from pathlib import Path
 
+from bench_result import bench_line
+
 ROOT = Path(__file__).resolve().parents[1]
+GOAL_SECONDS = {1: 0.5, 10: 1.0}  # issue 13: `exp validate` of today's specs, and of 10x as many
 
 FULL_PATH = """
 import sys, time
@@ -100,14 +103,35 @@ def warm_per_spec(files: list[Path], source: str, repeat: int) -> tuple[float, f
     return t_load / n, t_val / n, failures
 
 
+def scaled_copies(paths: list[str], scale: int) -> list[str]:
+    """`scale` copies of each spec folder (or file) in a temporary folder, relative references intact."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="expspec-validate-scale-"))
+    copies = []
+    for k in range(scale):
+        for path in map(Path, paths):
+            target = folder / f"copy{k}" / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_dir():
+                shutil.copytree(path, target)
+            else:
+                shutil.copy(path, target)
+            copies.append(str(target))
+    return copies
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--specs", nargs="+", default=["specs"], help="spec files or folders (default: specs)")
     p.add_argument("--runs", type=int, default=3, help="subprocess runs per row; the best is kept")
     p.add_argument("--repeat-specs", type=int, default=50, help="in-process passes over the specs (warm rows)")
+    p.add_argument("--scale", type=int, default=1, help="validate N copies of the spec folders (1x, 10x, 100x)")
     args = p.parse_args()
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
+    if args.scale > 1:
+        args.specs = scaled_copies(args.specs, args.scale)
 
     from framework.cli import spec_files
 
@@ -156,6 +180,9 @@ def main() -> None:
     print(f"modules after framework.cli.main(['validate','-q',...]) in a fresh process: {imported}")
     verdict = "no (as designed)" if imported.get("torch") is False else "YES: the no-torch invariant is broken"
     print(f"torch imported by `exp validate`: {verdict}")
+    goal = GOAL_SECONDS.get(args.scale)
+    bench_line(f"`exp validate` at {args.scale}x ({n} specs) vs live signatures", t_cli, t_full, "s",
+               f"< {goal} s" if goal else "", None if goal is None else t_cli < goal)
 
 
 if __name__ == "__main__":
