@@ -3,15 +3,16 @@
 Logged keys: `train/loss` per step; `<stage>/loss`, `<stage>/<metric>` per epoch for train, val and
 test; for a loss with named terms (`weighted_sum`), `<stage>/loss.<term>` too.
 
-Cadence of the metrics (`log_metrics`): each step only updates the stage's metrics (torchmetrics
+Cadence of the metrics (`log_step`, `log_epoch_metrics`): each step only updates the stage's metrics (torchmetrics
 `update`, cheap); the value is computed when it is logged. Val and test metrics are logged once,
 at epoch end. Train metrics are logged at Lightning's logging interval (`trainer.log_every_n_steps`):
 the value over the epoch's training batches so far, under `train/<metric>`; and at epoch end the
 whole epoch's value under the same key (so its last value in an epoch is the epoch's). With
 `log_train_metrics: step` each training batch's own value is also computed on every step and logged
 as `train/<metric>_step` (Lightning sends on-step values to the logger at its logging interval: set
-`trainer.log_every_n_steps: 1` to record every step). Logging a metric object on every step
-instead would cost Lightning a walk over all its stored states per step (O(steps^2) per epoch).
+`trainer.log_every_n_steps: 1` to record every step). Logging the metric object on every step
+instead costs Lightning a walk over all of its states per step: O(steps^2) per epoch for metrics
+that keep a row per example (accuracy, AUROC).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class Supervised(L.LightningModule):
         for term, value in getattr(self.loss, "last_terms", {}).items():
             self.log(f"{stage}/loss.{term}", value, on_step=False, on_epoch=True, batch_size=size,
                      sync_dist=stage != "train")  # epoch values are averaged over DDP ranks
-        metrics = self.stage_metrics[f"{stage}_metrics"] if f"{stage}_metrics" in self.stage_metrics else {}
+        metrics = self.metrics_of(stage)
         outputs = outputs.detach()
         for name, metric in metrics.items():
             if stage == "train" and self.log_train_metrics == "step":
@@ -142,10 +143,15 @@ class Supervised(L.LightningModule):
             for name, metric in metrics.items():
                 self.log(f"train/{name}", metric.compute(), on_step=True, on_epoch=False, batch_size=size)
 
+    def metrics_of(self, stage: str) -> dict[str, Any]:
+        """The stage's metrics (none for train with `train_metrics: false`)."""
+        return dict(self.stage_metrics[f"{stage}_metrics"]) if f"{stage}_metrics" in self.stage_metrics else {}
+
     def log_epoch_metrics(self, stage: str) -> None:
         """Log the stage's metric objects at epoch end: Lightning computes them over the epoch
-        (synchronized over DDP ranks by torchmetrics) and resets them for the next epoch."""
-        for name, metric in self.stage_metrics[f"{stage}_metrics"].items() if f"{stage}_metrics" in self.stage_metrics else ():
+        (synchronized over DDP ranks by torchmetrics) and resets them for the next epoch. A metric
+        with no update this epoch (a stage that ran no batch) logs nothing."""
+        for name, metric in self.metrics_of(stage).items():
             if metric.update_called:
                 self.log(f"{stage}/{name}", metric, on_step=False, on_epoch=True)
 
