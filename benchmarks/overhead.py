@@ -1,31 +1,34 @@
-"""What does expspec cost on top of hand-written Lightning and of a raw PyTorch loop?
+"""What does expspec cost per training step, and per run, on top of a hand-written LightningModule
+and a raw PyTorch loop doing the same work?
 
-The same MLP (components.models.mlp.MLP, hidden --hidden) on the same data (SyntheticClassification:
---n-samples rows, 8 features, 2 classes, 70% train split, batch --batch), Adam lr 1e-3, cross-entropy,
---epochs epochs, so every variant takes the same optimizer steps; torch.set_num_threads(1), seed 0.
+Same work in all three variants: the MLP of components.models.mlp (hidden --hidden) on the same
+data (SyntheticClassification: --n-samples rows, 8 features, 2 classes, 70/15/15 split, batch
+--batch), Adam lr 1e-3, cross-entropy, --epochs epochs (the same optimizer steps); a validation
+pass after every epoch and a test pass at the end, each with loss and accuracy; accuracy on the
+training batches too; a checkpoint per epoch; metrics into an MLflow sqlite store in a temp
+folder; torch.set_num_threads(1), seed 0.
 
-  expspec    framework.runner.run on a spec written to a temp dir, MLflow tracking into a temp
-             sqlite db (MLFLOW_TRACKING_URI), Lightning files into a temp EXPSPEC_RUNS_DIR. Does
-             what `exp run` does: validate, fit with a val pass and accuracy metrics each epoch, a
-             checkpoint per epoch, test at the end, metrics and params logged to MLflow.
-  lightning  a hand-written LightningModule (model + F.cross_entropy, logs the loss) on the same
-             data module's train DataLoader; bare L.Trainer(logger=False, enable_checkpointing=False,
-             enable_progress_bar=False, enable_model_summary=False): no val, no test, no metrics.
-  raw        a plain loop over datamodule.split("train") tensors, batches by randperm indexing.
+  expspec    framework.runner.run of the equivalent spec (the default spec: no trainer options
+             but max_epochs), i.e. what `exp run` does: validate, MLflow run with params and
+             resolved spec, fit, test, cache of the final weights.
+  lightning  a hand-written LightningModule logging the same keys (train/loss each step,
+             train|val|test/loss and /accuracy per epoch; torchmetrics' MulticlassAccuracy),
+             Lightning's MLFlowLogger on the same store, Lightning's defaults otherwise (a
+             checkpoint per epoch, log_every_n_steps=50), no sanity validation, no progress bar.
+  raw        a plain loop over the split tensors (randperm batches), the same evaluation cadence,
+             train/loss written with MlflowClient.log_batch every 50 steps, epoch metrics at
+             epoch end, torch.save of the weights per epoch.
 
-Columns: total = the whole variant (data, model, trainer, fit, test, tracking); fit = trainer.fit()
-wall; loop = on_train_start..on_train_end minus validation, i.e. the per-step cost (for expspec it
-still holds per-step MLflow logging, train metrics and per-epoch checkpoint writes). Medians of
---repeats interleaved repeats, after one untimed warm-up of each variant that pays imports, sqlite
-table creation and first calls (its expspec time is printed as "first run").
+Columns: total = the whole variant (data, model, trainer, fit, test, tracking); loop = training
+(on_train_start..on_train_end, or the raw loop) minus the validation passes: steps, logging,
+checkpoints. `loop/L` is the per-step ratio against hand-written Lightning (start-up excluded),
+`total/L` the end-to-end ratio of a short run. Medians of --repeats interleaved repeats, after one
+untimed warm-up of each variant (imports, sqlite tables, first calls).
 
-Where expspec's fixed cost comes from (breakdown table): `prepare` = YAML load + validation
-against live signatures; `mlflow start` = MlflowClient, experiment lookup, run creation, git
-subprocesses, package versions, params and resolved_spec.yaml in sqlite; `build` = components and
-data generation; `fit` = Lightning setup, per-epoch validation, MLflow metric logging, checkpoints;
-`test` = a test pass; `mlflow finish` = run status; `other` = seeding, Trainer construction.
-Read `loop` ratios as per-step overhead (hooks, logging, metrics), `total` ratios as the end-to-end
-cost of a short run. Wall-clock on a shared machine: compare ratios, not absolute values.
+The last lines are machine-readable `BENCH {json}` rows for benchmarks/run_all.py. Wall-clock on
+a shared machine: compare ratios within one run, not absolute values across runs.
+
+    python benchmarks/overhead.py [--epochs 10] [--n-samples 20000] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ import warnings
 from collections import defaultdict
 from pathlib import Path
 
+from bench_result import bench_line
+
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = """name: overhead-bench
 paper: benchmarks
@@ -54,12 +59,8 @@ metrics: [{{type: accuracy}}]
 hardware: {{accelerator: cpu, devices: 1, threads: 1}}
 trainer: {{max_epochs: {epochs}}}
 """
-
-
-IMPORTS = [("torch", "import torch"), ("lightning (after torch)", "import lightning"),
-           ("mlflow (after both)", "import mlflow"),
-           ("framework + components (after all)", "import framework.runner, framework.builder, "
-            "framework.tracking, components.data.synthetic, components.tasks.supervised")]
+BASELINE_LOG_EVERY = 50  # Lightning's default log_every_n_steps, which the hand-written variants keep
+PER_STEP_GOAL = 1.05  # issue 13: `exp run` per training step <= 1.05x hand-written Lightning
 
 
 def patch(obj, name, times, key, before=None):
@@ -120,58 +121,120 @@ def make_data(args):
     return dm
 
 
-def run_lightning(args):
+def lightning_module(args):
+    """The hand-written module: what a Lightning user writes for this experiment."""
     import lightning as L
     import torch
     import torch.nn.functional as F
+    from torch import nn
+    from torchmetrics.classification import MulticlassAccuracy
     from components.models.mlp import MLP
 
     class Module(L.LightningModule):
         def __init__(self):
             super().__init__()
             self.model = MLP(8, 2, tuple(args.hidden))
+            self.accuracy = nn.ModuleDict({s: MulticlassAccuracy(num_classes=2, average="micro")
+                                           for s in ("fit", "validate", "test")})
 
-        def training_step(self, batch, batch_idx):
-            loss = F.cross_entropy(self.model(batch["x"]), batch["y"])
-            self.log("train_loss", loss)
+        def step(self, batch, stage, key):
+            logits = self.model(batch["x"])
+            loss = F.cross_entropy(logits, batch["y"])
+            self.accuracy[key].update(logits.detach(), batch["y"])
+            self.log(f"{stage}/loss", loss, on_step=stage == "train", on_epoch=stage != "train", batch_size=len(logits))
+            self.log(f"{stage}/accuracy", self.accuracy[key], on_step=False, on_epoch=True, batch_size=len(logits))
             return loss
 
-        def configure_optimizers(self):
-            return torch.optim.Adam(self.parameters(), lr=1e-3)
+        def training_step(self, batch, batch_idx): return self.step(batch, "train", "fit")
+        def validation_step(self, batch, batch_idx): self.step(batch, "val", "validate")
+        def test_step(self, batch, batch_idx): self.step(batch, "test", "test")
+        def configure_optimizers(self): return torch.optim.Adam(self.parameters(), lr=1e-3)
 
+    return Module()
+
+
+def run_lightning(args, tmp):
+    import lightning as L
+    import torch
+    from lightning.pytorch.loggers import MLFlowLogger
     times = defaultdict(float)
     t0 = time.perf_counter()
     torch.set_num_threads(1), L.seed_everything(args.seed, workers=True, verbose=False)
     dm = make_data(args)
-    trainer = L.Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, logger=False, callbacks=[loop_timer(times)],
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    logger = MLFlowLogger(experiment_name="baseline-lightning", tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
+    trainer = L.Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, logger=logger, callbacks=[loop_timer(times)],
+                        default_root_dir=str(tmp / "lightning"), num_sanity_val_steps=0,
+                        enable_progress_bar=False, enable_model_summary=False)
+    module = lightning_module(args)
     t1 = time.perf_counter()
-    trainer.fit(Module(), train_dataloaders=dm.train_dataloader())
+    trainer.fit(module, datamodule=dm)
     times["fit"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    trainer.test(module, datamodule=dm, verbose=False)
+    times["test"] = time.perf_counter() - t1
     times["total"] = time.perf_counter() - t0
     return times
 
 
-def run_raw(args):
+def run_raw(args, tmp):
     import torch
     import torch.nn.functional as F
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
     from components.models.mlp import MLP
     times = defaultdict(float)
     t0 = time.perf_counter()
     torch.set_num_threads(1), torch.manual_seed(args.seed)
-    train = make_data(args).split("train")
-    x, y = train["x"], train["y"]
-    model = MLP(8, 2, tuple(args.hidden)).train()
+    dm = make_data(args)
+    train, val, test = (dm.split(s) for s in ("train", "val", "test"))
+    client = MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
+    experiment = client.get_experiment_by_name("baseline-raw")
+    run_id = client.create_run(experiment.experiment_id if experiment else client.create_experiment("baseline-raw")).info.run_id
+    model = MLP(8, 2, tuple(args.hidden))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def log(metrics, step):
+        now = int(time.time() * 1000)
+        client.log_batch(run_id, metrics=[Metric(k, float(v), now, step) for k, v in metrics.items()])
+
+    def evaluate(split, stage):
+        model.eval()
+        with torch.no_grad():
+            losses, correct = [], 0
+            for start in range(0, len(split["x"]), args.batch):
+                x, y = split["x"][start:start + args.batch], split["y"][start:start + args.batch]
+                logits = model(x)
+                losses.append(F.cross_entropy(logits, y, reduction="sum"))
+                correct += int((logits.argmax(1) == y).sum())
+        model.train()
+        return {f"{stage}/loss": float(sum(losses)) / len(split["y"]), f"{stage}/accuracy": correct / len(split["y"])}
+
+    x, y = train["x"], train["y"]
+    steps = 0
     t1 = time.perf_counter()
-    for _ in range(args.epochs):
+    for epoch in range(args.epochs):
+        correct = 0
         for index in torch.randperm(len(x)).split(args.batch):
-            loss = F.cross_entropy(model(x[index]), y[index])
+            logits = model(x[index])
+            loss = F.cross_entropy(logits, y[index])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            times["steps"] += 1
-    times["fit"] = times["loop"] = time.perf_counter() - t1
+            correct += int((logits.detach().argmax(1) == y[index]).sum())
+            steps += 1
+            if steps % BASELINE_LOG_EVERY == 0:
+                log({"train/loss": loss.item()}, steps)
+        v0 = time.perf_counter()
+        metrics = evaluate(val, "val")
+        times["val"] += time.perf_counter() - v0
+        log({**metrics, "train/accuracy": correct / len(y), "epoch": epoch}, steps)
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, tmp / "raw.ckpt")
+    times["loop"] = time.perf_counter() - t1 - times["val"]
+    times["fit"], times["steps"] = time.perf_counter() - t1, steps
+    t1 = time.perf_counter()
+    log(evaluate(test, "test"), steps)
+    times["test"] = time.perf_counter() - t1
+    client.set_terminated(run_id)
     times["total"] = time.perf_counter() - t0
     return times
 
@@ -179,7 +242,7 @@ def run_raw(args):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--n-samples", type=int, default=4000)
+    p.add_argument("--n-samples", type=int, default=20000)
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3, help="interleaved repeats per variant; medians are reported")
@@ -190,21 +253,18 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="expspec-overhead-"))
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp / 'mlflow.db'}"
     os.environ["EXPSPEC_RUNS_DIR"] = str(tmp / "runs")
+    os.environ["EXPSPEC_CACHE_DIR"] = str(tmp / "cache")
     spec_path = tmp / "overhead.yaml"
     spec_path.write_text(SPEC.format(seed=args.seed, n_samples=args.n_samples, batch=args.batch,
                                      hidden=list(args.hidden), epochs=args.epochs))
-
-    print("one-off import times (this fresh process)")
-    for label, statement in IMPORTS:
-        t0 = time.perf_counter()
-        exec(statement, {})
-        print(f"  {label:38s} {(time.perf_counter() - t0) * 1e3:9.1f} ms")
+    import framework.runner  # noqa: F401  (imports torch, Lightning; MLflow below)
+    import mlflow  # noqa: F401
     warnings.filterwarnings("ignore")
-    for name in ("lightning.pytorch", "lightning.fabric", "mlflow"):
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning", "mlflow"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
-    variants = {"expspec": lambda: run_expspec(args, spec_path), "lightning": lambda: run_lightning(args),
-                "raw": lambda: run_raw(args)}
+    variants = {"expspec": lambda: run_expspec(args, spec_path), "lightning": lambda: run_lightning(args, tmp),
+                "raw": lambda: run_raw(args, tmp)}
     first = {name: fn() for name, fn in variants.items()}  # warm-up, untimed in the results
     results = defaultdict(list)
     for _ in range(args.repeats):
@@ -213,22 +273,27 @@ def main() -> None:
 
     med = {name: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for name, runs in results.items()}
     n_train = len(make_data(args).split("train")["x"])
-    print(f"\n{args.epochs} epochs x {-(-n_train // args.batch)} steps ({n_train} train rows, batch {args.batch}), "
+    print(f"{args.epochs} epochs x {-(-n_train // args.batch)} steps ({n_train} train rows, batch {args.batch}), "
           f"hidden {args.hidden}; medians of {args.repeats} (first expspec run, incl. sqlite setup: "
-          f"{first['expspec']['total']:.2f} s); tracking db {tmp / 'mlflow.db'}")
-    print(f"\n{'variant':10s} {'steps':>6s} {'total s':>9s} {'fit s':>9s} {'loop s':>9s} {'ms/step':>9s}"
+          f"{first['expspec']['total']:.2f} s)")
+    print(f"\n{'variant':10s} {'steps':>6s} {'total s':>9s} {'loop s':>9s} {'ms/step':>9s}"
           f" {'total/raw':>10s} {'total/L':>8s} {'loop/raw':>9s} {'loop/L':>7s}")
     raw, lit = med["raw"], med["lightning"]
     for name, m in med.items():
-        print(f"{name:10s} {int(m['steps']):6d} {m['total']:9.3f} {m['fit']:9.3f} {m['loop']:9.3f}"
-              f" {m['loop'] / m['steps'] * 1e3:9.3f} {m['total'] / raw['total']:9.1f}x {m['total'] / lit['total']:7.2f}x"
-              f" {m['loop'] / raw['loop']:8.1f}x {m['loop'] / lit['loop']:6.2f}x")
+        print(f"{name:10s} {int(m['steps']):6d} {m['total']:9.3f} {m['loop']:9.3f}"
+              f" {m['loop'] / m['steps'] * 1e3:9.3f} {m['total'] / raw['total']:9.2f}x {m['total'] / lit['total']:7.2f}x"
+              f" {m['loop'] / raw['loop']:8.2f}x {m['loop'] / lit['loop']:6.2f}x")
     e = med["expspec"]
-    print("\nexpspec breakdown (median s; 'val' is inside fit)")
+    print("\nexpspec breakdown (median s; 'val' and 'loop' are inside fit)")
     for key in ("prepare", "mlflow start", "build", "fit", "val", "loop", "test", "mlflow finish", "other", "total"):
         print(f"  {key:14s} {e[key]:8.3f}")
-    print(f"  fixed cost (total - loop - val) {e['total'] - e['loop'] - e['val']:.3f} s")
-
+    per_step = {name: m["loop"] / m["steps"] * 1e3 for name, m in med.items()}
+    ratio = per_step["expspec"] / per_step["lightning"]
+    bench_line("per training step vs hand-written Lightning", per_step["expspec"], per_step["lightning"], "ms/step",
+               f"<= {PER_STEP_GOAL}x", ratio <= PER_STEP_GOAL)
+    bench_line("per training step vs raw PyTorch loop", per_step["expspec"], per_step["raw"], "ms/step")
+    bench_line(f"whole run ({int(e['steps'])} steps) vs hand-written Lightning", e["total"], lit["total"], "s")
+    bench_line(f"whole run ({int(e['steps'])} steps) vs raw PyTorch loop", e["total"], raw["total"], "s")
 
 if __name__ == "__main__":
     main()

@@ -21,17 +21,6 @@ ms/spec of the subprocess rows falls as specs are added). The warm rows are the 
 one more spec; `live / committed` there compares the two schema sources once imports are paid
 (LiveSchemas builds each component's schema from its signature on first use, per instance).
 The "torch imported by `exp validate`" line must read "no": that is the design's invariant.
-
-  (d) scale      `exp validate -q` (subprocess, best of --runs) over 1x, 10x and 100x the specs:
-                 the specs/ tree copied N times into a temporary folder (claims files included).
-                 ms/spec at Nx over ms/spec at 1x shows how cost grows (1.0x: linear; below 1:
-                 the fixed start-up cost spreads). Each file is parsed once per command
-                 (framework.loader.parse_once), so `extends` parents are not re-read per child.
-  (e) sweeps     a grid over tiny cvm_fairness: `exp validate -q` and sweep planning
-                 (framework.sweep.plan_trials, all it does before the first trial starts) of
-                 10,000 trials, each a fresh subprocess (imports included); and, in this process,
-                 1,000 trials checked in one pass (SweepChecker) vs each trial loaded and validated
-                 on its own (the way before), same schemas: the ratio is what one pass saves.
 Numbers are wall-clock on a shared machine: compare ratios, not absolute values across machines.
 """
 
@@ -46,7 +35,10 @@ import sys
 import time
 from pathlib import Path
 
+from bench_result import bench_line
+
 ROOT = Path(__file__).resolve().parents[1]
+GOAL_SECONDS = {1: 0.5, 10: 1.0}  # issue 13: `exp validate` of today's specs, and of 10x as many
 
 FULL_PATH = """
 import sys, time
@@ -111,15 +103,35 @@ def warm_per_spec(files: list[Path], source: str, repeat: int) -> tuple[float, f
     return t_load / n, t_val / n, failures
 
 
+def scaled_copies(paths: list[str], scale: int) -> list[str]:
+    """`scale` copies of each spec folder (or file) in a temporary folder, relative references intact."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="expspec-validate-scale-"))
+    copies = []
+    for k in range(scale):
+        for path in map(Path, paths):
+            target = folder / f"copy{k}" / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_dir():
+                shutil.copytree(path, target)
+            else:
+                shutil.copy(path, target)
+            copies.append(str(target))
+    return copies
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--specs", nargs="+", default=["specs"], help="spec files or folders (default: specs)")
     p.add_argument("--runs", type=int, default=3, help="subprocess runs per row; the best is kept")
     p.add_argument("--repeat-specs", type=int, default=50, help="in-process passes over the specs (warm rows)")
-    p.add_argument("--scales", default="1,10,100", help="copies of specs/ for the scale rows (d)")
+    p.add_argument("--scale", type=int, default=1, help="validate N copies of the spec folders (1x, 10x, 100x)")
     args = p.parse_args()
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
+    if args.scale > 1:
+        args.specs = scaled_copies(args.specs, args.scale)
 
     from framework.cli import spec_files
 
@@ -168,72 +180,9 @@ def main() -> None:
     print(f"modules after framework.cli.main(['validate','-q',...]) in a fresh process: {imported}")
     verdict = "no (as designed)" if imported.get("torch") is False else "YES: the no-torch invariant is broken"
     print(f"torch imported by `exp validate`: {verdict}")
-    print()
-    scale_rows(cli_cmd, args.runs, [int(n) for n in args.scales.split(",")])
-    print()
-    sweep_rows(cli_cmd, args.runs)
-
-
-def scale_rows(cli_cmd: list[str], runs: int, scales: list[int]) -> None:
-    """(d): `exp validate` over N copies of specs/."""
-    import tempfile
-
-    print(f"{'(d) exp validate -q, N copies of specs/':44s} {'files':>8s} {'total s':>10s} {'ms/spec':>10s} {'vs 1x':>8s}")
-    base_ms = None
-    for n in scales:
-        folder = Path(tempfile.mkdtemp(prefix=f"expspec-scale-{n}-"))
-        for i in range(n):
-            shutil.copytree(ROOT / "specs", folder / f"copy{i}")
-        files = len(list(folder.rglob("*.y*ml")))
-        seconds, done = best_wall([*cli_cmd, "validate", "-q", str(folder)], runs)
-        if done.returncode:
-            sys.exit(f"validate of {n}x failed:\n{done.stderr[-2000:]}")
-        ms = seconds * 1e3 / files
-        base_ms = base_ms or ms
-        print(f"{'    ' + str(n) + 'x':44s} {files:8d} {seconds:10.2f} {ms:10.2f} {ms / base_ms:7.2f}x")
-        shutil.rmtree(folder)
-
-
-def _grid_spec(folder: Path, side: int) -> Path:
-    values = ", ".join(f"{i / 1000}" for i in range(1, side + 1))
-    spec = folder / f"grid{side * side}.yaml"
-    spec.write_text(f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\n"
-                    f"sweep:\n  grid: {{optimizer.lr: [{values}], loss.terms.cvm.weight: [{values}]}}\n")
-    return spec
-
-
-def sweep_rows(cli_cmd: list[str], runs: int) -> None:
-    """(e): a grid of 10,000 trials, validated and planned; one pass vs each trial on its own."""
-    import tempfile
-
-    from framework.loader import load_spec
-    from framework.plan import SweepChecker
-    from framework.plan import validate_plan as validate
-    from framework.schema import CommittedSchemas
-
-    folder = Path(tempfile.mkdtemp(prefix="expspec-grid-"))
-    big, small = _grid_spec(folder, 100), _grid_spec(folder, 32)
-    plan = f"from framework.sweep import plan_trials; print(len(plan_trials({str(big)!r}, [])[0]))"
-    t_validate, done = best_wall([*cli_cmd, "validate", "-q", str(big)], runs)
-    t_plan, planned = best_wall([sys.executable, "-c", plan], runs)
-    if done.returncode or planned.returncode:
-        sys.exit(f"grid failed:\n{done.stderr[-2000:]}{planned.stderr[-2000:]}")
-    print(f"{'(e) 10,000-trial grid, fresh subprocess':44s} {'total s':>10s}")
-    print(f"{'    exp validate -q':44s} {t_validate:10.2f}")
-    print(f"{'    sweep planning (plan_trials)':44s} {t_plan:10.2f}   [{planned.stdout.strip()} trials planned]")
-    schemas = CommittedSchemas(live_fallback=True)
-    t0 = time.perf_counter()
-    checker = SweepChecker(small, [], schemas)
-    problems = checker.check()
-    t_one = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for trial in checker.trials:
-        validate(load_spec(small, trial.overrides), schemas)
-    t_each = time.perf_counter() - t0
-    n = len(checker.trials)
-    print(f"    {n} trials in this process: one pass {t_one * 1e3 / n:.3f} ms/trial, each on its own "
-          f"{t_each * 1e3 / n:.3f} ms/trial: {t_each / t_one:.1f}x{' (problems!)' if problems else ''}")
-    shutil.rmtree(folder)
+    goal = GOAL_SECONDS.get(args.scale)
+    bench_line(f"`exp validate` at {args.scale}x ({n} specs) vs live signatures", t_cli, t_full, "s",
+               f"< {goal} s" if goal else "", None if goal is None else t_cli < goal)
 
 
 if __name__ == "__main__":

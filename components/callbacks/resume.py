@@ -122,6 +122,9 @@ class ResumeCheckpoint(Checkpoint):
         trainer.save_checkpoint(partial)
         if trainer.is_global_zero:
             os.replace(partial, final)
+            for logger in trainer.loggers:  # the run holds every metric up to the step a resume starts from
+                if hasattr(logger, "flush"):
+                    logger.flush()
 
 
 def _epoch_or_validation_follows(trainer: Any) -> bool:

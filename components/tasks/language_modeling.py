@@ -25,7 +25,8 @@ class LanguageModeling(Supervised):
     """Next-token prediction: batches {"x": ids (B, L), "y": next ids (B, L)}; the model's
     `vocab_size` must equal the data's, and its `max_len` cover the data's `seq_len`.
 
-    Args: as `classification` (model, loss, optimizer, scheduler, metrics, train_metrics).
+    Args: as `classification` (model, loss, optimizer, scheduler, metrics, train_metrics,
+    log_train_metrics).
     """
 
     @staticmethod

@@ -2,13 +2,24 @@
 
 Logged keys: `train/loss` per step; `<stage>/loss`, `<stage>/<metric>` per epoch for train, val and
 test; for a loss with named terms (`weighted_sum`), `<stage>/loss.<term>` too.
+
+Cadence of the metrics (`log_step`, `log_epoch_metrics`): each step only updates the stage's metrics (torchmetrics
+`update`, cheap); the value is computed when it is logged. Val and test metrics are logged once,
+at epoch end. Train metrics are logged at Lightning's logging interval (`trainer.log_every_n_steps`):
+the value over the epoch's training batches so far, under `train/<metric>`; and at epoch end the
+whole epoch's value under the same key (so its last value in an epoch is the epoch's). With
+`log_train_metrics: step` each training batch's own value is also computed on every step and logged
+as `train/<metric>_step` (Lightning sends on-step values to the logger at its logging interval: set
+`trainer.log_every_n_steps: 1` to record every step). Logging the metric object on every step
+instead costs Lightning a walk over all of its states per step: O(steps^2) per epoch for metrics
+that keep a row per example (accuracy, AUROC).
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import lightning as L
 import torch
@@ -53,6 +64,13 @@ def log_loss(module: L.LightningModule, stage: str, loss: torch.Tensor, batch_si
                    sync_dist=True)
 
 
+def at_logging_step(module: L.LightningModule) -> bool:
+    """Whether Lightning sends this training step's on-step values to the loggers: every
+    `trainer.log_every_n_steps` batches that stepped the optimizer, and when the trainer stops.
+    Lightning's own rule, read where its callbacks read it (LearningRateMonitor, ThroughputMonitor)."""
+    return module.trainer._logger_connector.should_update_logs
+
+
 class Supervised(L.LightningModule):
     """Base of the supervised tasks; subclasses say which data sizes must match the model.
 
@@ -63,6 +81,9 @@ class Supervised(L.LightningModule):
         scheduler: Factory called as scheduler(optimizer, total_steps), or None.
         metrics: name -> metric with update(outputs, batch); cloned for train, val and test.
         train_metrics: Also compute the metrics on the training batches.
+        log_train_metrics: "interval": train metrics are logged at Lightning's logging interval
+            (over the epoch so far) and at epoch end; "step": each training batch's own value is
+            also computed every step and logged as `train/<metric>_step` (see the module docstring).
     """
 
     def __init__(
@@ -73,8 +94,12 @@ class Supervised(L.LightningModule):
         scheduler: Callable[..., dict[str, Any]] | None = None,
         metrics: dict[str, Any] | None = None,
         train_metrics: bool = True,
+        log_train_metrics: Literal["interval", "step"] = "interval",
     ) -> None:
         super().__init__()
+        if log_train_metrics not in ("interval", "step"):
+            raise ValueError(f"log_train_metrics must be 'interval' or 'step', got {log_train_metrics!r}")
+        self.log_train_metrics = log_train_metrics
         self.model, self.loss = model, loss
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         metrics = metrics or {}
@@ -106,10 +131,38 @@ class Supervised(L.LightningModule):
         for term, value in getattr(self.loss, "last_terms", {}).items():
             self.log(f"{stage}/loss.{term}", value, on_step=False, on_epoch=True, batch_size=size,
                      sync_dist=stage != "train")  # epoch values are averaged over DDP ranks
-        if f"{stage}_metrics" in self.stage_metrics:
-            for name, metric in self.stage_metrics[f"{stage}_metrics"].items():
-                metric.update(outputs.detach(), batch)
-                self.log(f"{stage}/{name}", metric, on_step=False, on_epoch=True, batch_size=size)
+        metrics = self.metrics_of(stage)
+        outputs = outputs.detach()
+        for name, metric in metrics.items():
+            if stage == "train" and self.log_train_metrics == "step":
+                # forward: updates the epoch's state and returns this batch's own value
+                self.log(f"train/{name}_step", metric(outputs, batch), on_step=True, on_epoch=False, batch_size=size)
+            else:
+                metric.update(outputs, batch)
+        if stage == "train" and metrics and at_logging_step(self):
+            for name, metric in metrics.items():
+                self.log(f"train/{name}", metric.compute(), on_step=True, on_epoch=False, batch_size=size)
+
+    def metrics_of(self, stage: str) -> dict[str, Any]:
+        """The stage's metrics (none for train with `train_metrics: false`)."""
+        return dict(self.stage_metrics[f"{stage}_metrics"]) if f"{stage}_metrics" in self.stage_metrics else {}
+
+    def log_epoch_metrics(self, stage: str) -> None:
+        """Log the stage's metric objects at epoch end: Lightning computes them over the epoch
+        (synchronized over DDP ranks by torchmetrics) and resets them for the next epoch. A metric
+        with no update this epoch (a stage that ran no batch) logs nothing."""
+        for name, metric in self.metrics_of(stage).items():
+            if metric.update_called:
+                self.log(f"{stage}/{name}", metric, on_step=False, on_epoch=True)
+
+    def on_train_epoch_end(self) -> None:
+        self.log_epoch_metrics("train")
+
+    def on_validation_epoch_end(self) -> None:
+        self.log_epoch_metrics("val")
+
+    def on_test_epoch_end(self) -> None:
+        self.log_epoch_metrics("test")
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         return self._step(batch, "train")
