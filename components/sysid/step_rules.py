@@ -7,7 +7,8 @@ A rule gives eta_t for each of S parallel streams (numpy, float64):
     rule.reset(streams, dim, radius)             once, before the stream starts
     rule.step_size(t) -> (S,)                    eta_t for every stream
     rule.observe(move, phi, residual, mask)      after step t: move = theta_{t+1} - theta_t (S, d)
-    rule.proxy -> (S,) or None                   the rule's residual proxy (a health indicator)
+    rule.proxy -> (S,) or None                   the rule's proxy of the local path variation per step
+    rule.indicator -> (S,) or None               its residual proxy read as a health indicator
 
 The fixed steps of the oracle grid are the task's own (`online_identification`), not rules.
 """
@@ -26,6 +27,7 @@ class _Rule:
         self.label = label
         self.streams = 0
         self.proxy: np.ndarray | None = None
+        self.indicator: np.ndarray | None = None
 
     def reset(self, streams: int, dim: int, radius: float) -> None:
         self.streams = streams
@@ -91,6 +93,9 @@ class ResidualAdaptiveStep(_Rule):
     noise dominates (noise >> drift), v_t measures the noise and the step stays too large: the
     failure regime the paper diagnoses.
 
+    The rule also keeps the residual energy EMA_window(e_t^2), the local prediction error, as
+    `indicator` (bias-corrected as Adam's moments are, so that its start-up is not a trend): on degradation streams it rises with wear (the paper's health-indicator trend).
+
     Args:
         scale: The constant c of the rule (the paper's is not in the abstract); set once, not per run.
         exponent: The power of the variation proxy; 1/3 is the oracle rate's.
@@ -121,6 +126,9 @@ class ResidualAdaptiveStep(_Rule):
         self.power = np.full(streams, float(dim))  # E|phi|^2 of unit-variance regressors, until seen
         self.proxy = np.zeros(streams)
         self.gain = np.full(streams, self.initial_gain)
+        self.energy = np.zeros(streams)
+        self.weight = np.zeros(streams)  # 1 - (1 - 1/window)^n: the EMA's bias correction
+        self.indicator = np.zeros(streams)
 
     def step_size(self, t: int) -> np.ndarray:
         return self.gain / self.power
@@ -129,5 +137,9 @@ class ResidualAdaptiveStep(_Rule):
         alpha = np.where(mask, 1.0 / self.window, 0.0)
         self.mean_move += alpha[:, None] * (move - self.mean_move)
         self.power += alpha * ((phi * phi).sum(-1) - self.power)
+        self.energy += alpha * (residual * residual - self.energy)
+        self.weight += alpha * (1.0 - self.weight)
+        self.indicator = self.energy / np.maximum(self.weight, 1e-300)
         self.proxy = np.linalg.norm(self.mean_move, axis=-1)
-        self.gain = np.minimum(self.max_gain, self.scale * (self.proxy / self.radius) ** self.exponent)
+        gain = np.minimum(self.max_gain, self.scale * (self.proxy / self.radius) ** self.exponent)
+        self.gain = np.where(mask, gain, self.gain)  # a stream without a step keeps its step

@@ -22,6 +22,16 @@ def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
 
+def _stay_inside(current: np.ndarray, move: np.ndarray, radius: float) -> np.ndarray:
+    """current + move if inside the ball, else current - move, else a move of the same length
+    towards the center (inside whenever |move| <= radius)."""
+    for candidate in (current + move, current - move):
+        if np.linalg.norm(candidate) <= radius:
+            return candidate
+    inward = -current / max(np.linalg.norm(current), 1e-300)
+    return current + np.linalg.norm(move) * inward
+
+
 def sinusoid_path(rng: np.random.Generator, steps: int, variation: float, dim: int, radius: float) -> np.ndarray:
     """theta*_t on a circle of radius 0.6 radius about a center at 0.3 radius, in a random plane,
     moving at constant speed so that sum_t |theta*_{t+1} - theta*_t| = variation (up to chord/arc)."""
@@ -34,20 +44,19 @@ def sinusoid_path(rng: np.random.Generator, steps: int, variation: float, dim: i
 
 def random_walk_path(rng: np.random.Generator, steps: int, variation: float, dim: int, radius: float) -> np.ndarray:
     """Steps of equal length variation / (T - 1) in random directions; a step that would leave the
-    ball of `radius` is taken backwards (so the path variation is exactly `variation`)."""
+    ball of `radius` is taken backwards, or towards the center (the path variation is exactly `variation`)."""
     size = variation / max(steps - 1, 1)
     path = np.empty((steps, dim))
     path[0] = 0.5 * radius * _unit(rng, 1, dim)[0]
     moves = size * _unit(rng, steps, dim)
     for t in range(1, steps):
-        step = moves[t] if np.linalg.norm(path[t - 1] + moves[t]) <= radius else -moves[t]
-        path[t] = path[t - 1] + step
+        path[t] = _stay_inside(path[t - 1], moves[t], radius)
     return path
 
 
 def jumps_path(rng: np.random.Generator, steps: int, variation: float, dim: int, radius: float) -> np.ndarray:
     """Piecewise constant: ceil(variation / radius) jumps at uniform random times, each of length
-    variation / jumps in a random direction (taken backwards when it would leave the ball)."""
+    variation / jumps (<= radius) in a random direction, kept inside the ball as random_walk's steps are."""
     count = max(1, math.ceil(variation / radius))
     size = variation / count
     times = np.sort(rng.choice(np.arange(1, steps), size=min(count, steps - 1), replace=False))
@@ -56,8 +65,7 @@ def jumps_path(rng: np.random.Generator, steps: int, variation: float, dim: int,
     start = 0
     for t in [*times, steps]:
         path[start:t] = current
-        move = size * _unit(rng, 1, dim)[0]
-        current = current + move if np.linalg.norm(current + move) <= radius else current - move
+        current = _stay_inside(current, size * _unit(rng, 1, dim)[0], radius)
         start = t
     return path
 

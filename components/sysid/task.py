@@ -33,7 +33,7 @@ streams), with `<m>` = regret (or loss without `theta`):
 Over all groups: `test/ratio_<label>_max`, `test/ratio_mistuned_min` (the smaller of the two
 mis-tuned ratios, minimized over groups). With `wear` in the data (degradation streams):
 `test/health_spearman_<label>`, the mean over streams of Spearman's rank correlation between the
-rule's proxy and the true wear over each stream's steps after `health_burn_in`.
+rule's residual proxy (`indicator`, the averaged squared residual) and the true wear over each stream's steps after `health_burn_in`.
 """
 
 from __future__ import annotations
@@ -143,7 +143,8 @@ class OnlineIdentification(PlainLoop):
         fixed, rules = len(self.etas), len(self.learners)
         self.groups, self.group_of = list(data.groups), np.asarray(data.group_of)
         self.state = {"theta": np.zeros((count, fixed + rules, dim)), "regret": np.zeros((count, fixed + rules)),
-                      "proxy": np.full((count, rules, length), np.nan)}
+                      "proxy": np.full((count, rules, length), np.nan),
+                      "indicator": np.full((count, rules, length), np.nan)}
         self.has_theta, self.has_wear = "theta" in streams, "wear" in streams
         self.reference = {k: streams[k].numpy() for k in ("theta", "wear", "mask") if k in streams}
         for rule in self.learners:
@@ -154,7 +155,8 @@ class OnlineIdentification(PlainLoop):
         x, y, mask = batch["x"].numpy(), batch["y"].numpy(), batch["mask"].numpy()
         truth = batch["theta"].numpy() if "theta" in batch else None
         start = int(self.steps.item())
-        theta, regret, proxy = self.state["theta"], self.state["regret"], self.state["proxy"]
+        theta, regret = self.state["theta"], self.state["regret"]
+        proxy, indicator = self.state["proxy"], self.state["indicator"]
         fixed = len(self.etas)
         for k in range(x.shape[1]):
             phi, m = x[:, k], mask[:, k]
@@ -174,6 +176,8 @@ class OnlineIdentification(PlainLoop):
                 rule.observe(moved[:, fixed + j] - theta[:, fixed + j], phi, residual[:, fixed + j], m)
                 if rule.proxy is not None:
                     proxy[:, j, start + k] = rule.proxy
+                if rule.indicator is not None:
+                    indicator[:, j, start + k] = rule.indicator
             theta[...] = moved
         self.steps += x.shape[1]
 
@@ -200,34 +204,42 @@ class OnlineIdentification(PlainLoop):
                 out[f"test/{name}_{rule.label}_{group}"] = mean[fixed + j]
                 out[f"test/ratio_{rule.label}_{group}"] = mean[fixed + j] / oracle
                 ratios.setdefault(rule.label, []).append(mean[fixed + j] / oracle)
-                if self.has_theta and not np.isnan(self.state["proxy"][members, j]).all():
-                    out[f"test/proxy_ratio_{rule.label}_{group}"] = self._proxy_ratio(members, j)
+                ratio = self._proxy_ratio(members, j) if self.has_theta else float("nan")
+                if not math.isnan(ratio):
+                    out[f"test/proxy_ratio_{rule.label}_{group}"] = ratio
         out["test/ratio_mistuned_min"] = min(ratios.pop("mistuned"))
         for label, values in ratios.items():
             out[f"test/ratio_{label}_max"] = max(values)
         if self.has_wear:
             for j, rule in enumerate(self.learners):
-                if not np.isnan(self.state["proxy"][:, j]).all():
-                    out[f"test/health_spearman_{rule.label}"] = self._health(j)
+                rho = self._health(j)
+                if not math.isnan(rho):
+                    out[f"test/health_spearman_{rule.label}"] = rho
         return {k: float(v) for k, v in out.items()}
 
     def _proxy_ratio(self, members: np.ndarray, j: int) -> float:
         """Median proxy over each stream's second half / its true variation per step, median over streams."""
         values = []
         for s in np.flatnonzero(members):
-            steps = int(self.reference["mask"][s].sum())
+            steps = self._seen(s)
+            if steps < 4:
+                continue
             path = self.reference["theta"][s, :steps]
             per_step = np.linalg.norm(np.diff(path, axis=0), axis=-1).sum() / max(steps - 1, 1)
             values.append(np.median(self.state["proxy"][s, j, steps // 2:steps]) / max(per_step, 1e-300))
-        return float(np.median(values))
+        return float(np.median(values)) if values else float("nan")
+
+    def _seen(self, s: int) -> int:
+        """Time steps of stream s that fit processed (a shortened run stops early)."""
+        return min(int(self.reference["mask"][s].sum()), int(self.steps.item()))
 
     def _health(self, j: int) -> float:
-        """Mean over streams of Spearman(proxy, wear) after the burn-in (streams too short left out)."""
+        """Mean over streams of Spearman(indicator, wear) after the burn-in (streams too short left out)."""
         values = []
         for s in range(len(self.group_of)):
-            steps = int(self.reference["mask"][s].sum())
-            proxy, wear = self.state["proxy"][s, j, self.burn_in:steps], self.reference["wear"][s, self.burn_in:steps]
-            rho = spearman(proxy, wear) if len(wear) >= 3 else float("nan")
+            steps = self._seen(s)
+            indicator, wear = self.state["indicator"][s, j, self.burn_in:steps], self.reference["wear"][s, self.burn_in:steps]
+            rho = spearman(indicator, wear) if len(wear) >= 3 else float("nan")
             if not math.isnan(rho):
                 values.append(rho)
         return float(np.mean(values)) if values else float("nan")
