@@ -6,7 +6,8 @@ KINDS = {
         "contract": (
             "Nested in online_identification's `learners:`: reset(streams, dim, radius) once, then per time "
             "step step_size(t) -> (streams,) numpy steps and observe(move, phi, residual, mask); `label` names it "
-            "in metric keys and `proxy` (streams,) is its residual proxy, or None."),
+            "in metric keys; `proxy` (streams,) is its proxy of the local path variation and `indicator` (streams,) its "
+            "residual proxy read as a health indicator, each or None."),
     },
 }
 
