@@ -27,16 +27,14 @@ Logged keys:
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from typing import Annotated, Any, Literal
 
-import lightning as L
-import numpy as np
 import torch
 from annotated_types import Interval
 
 from components.kinds import Kind
+from components.tasks.loop import PlainLoop, log_log_slope, log_points
 from components.types import PositiveInt
 
 # Nested nodes: a game from the `problems` table (contract: components.minimax.games) and an
@@ -47,40 +45,7 @@ MinimaxAlgorithm = Annotated[Any, Kind("minimax_algorithms")]
 _GAME_METHODS = ("grad", "gap", "project_x", "project_y", "center", "sample")
 
 
-class _IterationStep(torch.optim.Optimizer):
-    """Adapter that lets Lightning count the algorithm's iterations as optimizer steps, so that
-    `global_step`, `trainer.max_steps` and the step of logged metrics are the iteration count.
-    Its param group's `lr` is the algorithm's current step size (what `lr_monitor` would show)."""
-
-    def __init__(self, iterates: list[torch.Tensor]) -> None:
-        super().__init__(iterates, {"lr": 0.0})
-
-    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
-        return closure() if closure is not None else None
-
-
-def log_points(horizon: int, per_decade: int) -> list[int]:
-    """Iterations 1 <= t <= horizon, about `per_decade` per decade on a log scale, plus horizon."""
-    count = int(math.floor(per_decade * math.log10(horizon))) + 1
-    points = {int(round(10 ** (k / per_decade))) for k in range(count)}
-    return sorted(p for p in points | {horizon} if 1 <= p <= horizon)
-
-
-def log_log_slope(steps: list[int], gaps: list[float], window: float) -> float | None:
-    """Slope of log(gap) against log(t) over t >= T^(1 - window), T = the last step; all points
-    when fewer than 2 fall in the window; None with fewer than 2 positive gaps."""
-    pairs = [(t, g) for t, g in zip(steps, gaps) if g > 0]
-    if len(pairs) < 2:
-        return None
-    start = pairs[-1][0] ** (1.0 - window)
-    inside = [(t, g) for t, g in pairs if t >= start]
-    if len(inside) < 2:
-        inside = pairs
-    t, g = np.log([p[0] for p in inside]), np.log([p[1] for p in inside])
-    return float(np.polyfit(t, g, 1)[0])
-
-
-class Minimax(L.LightningModule):
+class Minimax(PlainLoop):
     """Runs a stochastic minimax algorithm on a game for T iterations (one per training batch)
     and logs the exact primal-dual gap of the last iterate (perturbed_eg's metric).
 
@@ -123,7 +88,6 @@ class Minimax(L.LightningModule):
         horizons = list(horizons or [])
         if len(set(horizons)) != len(horizons):
             raise ValueError(f"horizons must be distinct iteration counts, got {horizons}")
-        self.automatic_optimization = False
         self.problem, self.algorithm = problem, algorithm
         self.replicates, self.init = replicates, init
         self.per_decade, self.slope_window = log_points_per_decade, slope_window
@@ -186,36 +150,34 @@ class Minimax(L.LightningModule):
         if not self.started:
             self._start(self.trainer.estimated_stepping_batches)
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return _IterationStep([self.x, self.y])
+    def loop_tensors(self) -> list[torch.Tensor]:
+        return [self.x, self.y]
 
     # --- steps -------------------------------------------------------------------------------
     def gap(self) -> torch.Tensor:
         """The primal-dual gap of the current iterate, per replicate."""
         return self.problem.gap(self.x, self.y)
 
-    def _iterate(self) -> None:
-        t = self.trainer.global_step  # iterations completed so far
-        with torch.no_grad():
-            x, y = self.algorithm.step(self.problem, self.x, self.y, t, self.generator)
-            self.x.copy_(x)
-            self.y.copy_(y)
-            for i, algorithm in self.horizon_algorithms.items():
-                h = self.horizons[i]
-                if t < h:
-                    x, y = algorithm.step(self.problem, self.x_horizons[i], self.y_horizons[i], t, self.generator)
-                    self.x_horizons[i].copy_(x)
-                    self.y_horizons[i].copy_(y)
-                    if t + 1 == h:
-                        self.final_gaps[h] = self.problem.gap(x, y)
+    def advance(self, batch: torch.Tensor, t: int) -> None:
+        """One iteration of the algorithm (t = iterations completed so far), and of each horizon run."""
+        x, y = self.algorithm.step(self.problem, self.x, self.y, t, self.generator)
+        self.x.copy_(x)
+        self.y.copy_(y)
+        for i, algorithm in self.horizon_algorithms.items():
+            h = self.horizons[i]
+            if t < h:
+                x, y = algorithm.step(self.problem, self.x_horizons[i], self.y_horizons[i], t, self.generator)
+                self.x_horizons[i].copy_(x)
+                self.y_horizons[i].copy_(y)
+                if t + 1 == h:
+                    self.final_gaps[h] = self.problem.gap(x, y)
         self.iterations = t + 1
 
-    def training_step(self, batch: torch.Tensor, batch_idx: int) -> None:
-        optimizer = self.optimizers()
-        t = self.trainer.global_step
-        optimizer.param_groups[0]["lr"] = self.algorithm.step_size(t)
-        optimizer.step(closure=self._iterate)
-        done = t + 1
+    def step_size(self, t: int) -> float:
+        return self.algorithm.step_size(t)
+
+    def after_advance(self, done: int) -> None:
+        t = done - 1
         if done in self.points or done == self.horizon:
             gap = float(self.gap().mean())
             self.history[0].append(done)
