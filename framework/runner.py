@@ -13,9 +13,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,7 +242,8 @@ def run_unit(
     if tracker and checkpoint:
         tracker.client.set_tag(run_id, "expspec.init_checkpoint", checkpoint)
     try:
-        built = Builder(unit.loaded).build(operative)
+        with default_dtype(operative["hardware"]["precision"]):
+            built = Builder(unit.loaded).build(operative)
         if checkpoint:
             load_weights(built.task, checkpoint, operative["init"]["strict"])
         trainer = _trainer(built, tracker)
@@ -256,6 +259,23 @@ def run_unit(
         tracker.finish()
         _store(result)
     return result
+
+
+@contextlib.contextmanager
+def default_dtype(precision: str) -> Iterator[None]:
+    """Build a `64-true` spec with float64 as torch's default dtype (restored after), so that what a
+    component computes at construction (a basis on a grid, a data set, a reference solution) is
+    float64 from the start. Lightning converts the module to float64 only later, which would keep
+    float32's rounding in such tensors. Other precisions build in the default float32."""
+    import torch
+
+    previous = torch.get_default_dtype()
+    if precision == "64-true":
+        torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
 
 
 def _seed(operative: dict[str, Any]) -> None:
