@@ -73,3 +73,18 @@ def test_precision_64_true_builds_in_float64_and_32_true_does_not(tracked: str) 
     single = run(SPECS / "tiny_pca.yaml", [*SHORT, "hardware.precision=32-true"]).metrics
     assert double["test/orthonormality_error_n512"] < 1e-13
     assert 1e-8 < single["test/orthonormality_error_n512"] < 1e-4
+
+
+TINY_2D = ["data.points=16", "data.test_points=[16, 32]", "data.train_steps=3", "model.generator.quadrature_points=16",
+           "model.generator.hidden=8"]
+
+
+@pytest.mark.parametrize(("spec", "extra"), [
+    ("pca_2d.yaml", ["data.num_samples=20", "data.test_samples=20", "data.max_frequency=6"]),
+    ("operator_2d.yaml", ["data.reference_frequency=4"]),
+], ids=["pca_2d", "operator_2d"])
+def test_paper_scale_2d_specs_run_shortened(spec: str, extra: list[str], tracked: str) -> None:
+    """The 2D paper-scale specs (no asset: synthetic data) run end to end on tiny grids."""
+    metrics = run(SPECS / spec, [*TINY_2D, *extra, "hardware.accelerator=cpu"]).metrics
+    assert metrics["test/orthonormality_error_n32"] < 1e-12
+    assert all(torch.isfinite(torch.tensor(v)) for v in metrics.values())
