@@ -130,9 +130,6 @@ class GaussianProcessFunctions(L.LightningDataModule):
         functions = functions * (1 + self.modulation * torch.cos(2 * math.pi * points[:, 0]))
         return {"functions": functions, "points": points, "weights": weights, "name": f"n{points_per_side}"}
 
-    def info(self) -> dict[str, int]:
-        return {"num_points": self.points**self.dim}
-
     def train_dataloader(self) -> DataLoader:
         return _loader([self.sample(self.train_coefficients, self.points)], self.train_steps)
 
@@ -226,9 +223,6 @@ class SturmLiouville(L.LightningDataModule):
         p, q = sturm_liouville_coefficients(points, self.stiffness_modulation, self.potential_depth)
         return {"points": points, "weights": weights, "stiffness": p, "potential": q,
                 "eigenvalues": self.eigenvalues, "name": f"n{points_per_side}"}
-
-    def info(self) -> dict[str, int]:
-        return {"num_points": self.points**self.dim}
 
     def train_dataloader(self) -> DataLoader:
         return _loader([self.batch(self.points)], self.train_steps)
