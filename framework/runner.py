@@ -17,9 +17,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -302,7 +304,8 @@ def _build(unit: Unit, checkpoint: str | None) -> Any:
     """The built spec, with the init weights loaded (`built.skipped_weights`: what was not)."""
     from framework.builder import Builder
 
-    built = Builder(unit.loaded).build(unit.operative)
+    with default_dtype(unit.operative["hardware"]["precision"]):
+        built = Builder(unit.loaded).build(unit.operative)
     built.skipped_weights = load_weights(built.task, checkpoint, unit) if checkpoint else []
     return built
 
@@ -312,6 +315,23 @@ def _tag_init(tracker: Any, run_id: str, checkpoint: str | None, skipped: list[s
         tracker.client.set_tag(run_id, "expspec.init_checkpoint", checkpoint)
     if skipped:
         tracker.client.set_tag(run_id, "expspec.init_skipped", ", ".join(skipped)[:5000])
+
+
+@contextlib.contextmanager
+def default_dtype(precision: str) -> Iterator[None]:
+    """Build a `64-true` spec with float64 as torch's default dtype (restored after), so that what a
+    component computes at construction (a basis on a grid, a data set, a reference solution) is
+    float64 from the start. Lightning converts the module to float64 only later, which would keep
+    float32's rounding in such tensors. Other precisions build in the default float32."""
+    import torch
+
+    previous = torch.get_default_dtype()
+    if precision == "64-true":
+        torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
 
 
 def _seed(operative: dict[str, Any]) -> None:
