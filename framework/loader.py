@@ -659,6 +659,35 @@ class _References:
                 self.problems.append(Problem(self.loaded.value_mark(path), path, str(error)))
             return value
 
+    def target(self, ref: str, path: Path, active: tuple[str, ...], depth: int) -> Any:
+        ref = ref.strip()
+        if ref in active:
+            raise ValueError(f"reference cycle: {' -> '.join((*active, ref))}")
+        if len(active) >= MAX_DEPTH:
+            raise self.stop(path, f"a chain of more than {MAX_DEPTH} references ('${{a}}' -> '${{b}}' -> ...)")
+        try:
+            found = _lookup(self.loaded.data, ref)
+        except KeyError as error:
+            part, hint = error.args
+            raise ValueError(f"reference '${{{ref}}}' not found: no key '{part}'.{hint}") from None
+        return self.resolve(found, path, (*active, ref), depth)
+
+    def format(self, value: str, path: Path, active: tuple[str, ...], depth: int) -> str:
+        """A string with references formatted into it, at most MAX_REFERENCE_TEXT characters."""
+        length = len(_REFERENCE.sub("", value))  # the literal text; each reference adds its value's
+
+        def piece(match: re.Match[str]) -> str:
+            nonlocal length
+            text = str(self.target(match.group(1), path, active, depth))
+            length += len(text)
+            if length > MAX_REFERENCE_TEXT:
+                raise self.stop(path, f"references ('${{...}}') make a string longer than {MAX_REFERENCE_TEXT} "
+                                      "characters (a reference bomb?)")
+            return text
+
+        return _REFERENCE.sub(piece, value)
+
+
 def resolve_references(loaded: Loaded, only: set[str] | None = None) -> None:
     """Replace `${a.b}` references in place (see the module docstring). With `only`, just the
     top-level keys named there are resolved (a sweep trial whose overrides reach no reference in
