@@ -243,10 +243,14 @@ class Tracker:
         self.reap_orphans(experiment)
         run = self.client.create_run(experiment, run_name=run_name, tags=tags)
         self.run_id = run.info.run_id
-        params = [Param(k, v[:_MAX_PARAM]) for k, v in flatten(op).items()] if log_params else []
-        for start in range(0, len(params), 100):
-            self.client.log_batch(self.run_id, params=params[start : start + 100])
-        self.client.log_text(self.run_id, yaml.safe_dump(op, sort_keys=False), "resolved_spec.yaml")
+        try:  # the run exists from here on: an error or Ctrl-C while it is filled in still ends it
+            params = [Param(k, v[:_MAX_PARAM]) for k, v in flatten(op).items()] if log_params else []
+            for start in range(0, len(params), 100):
+                self.client.log_batch(self.run_id, params=params[start : start + 100])
+            self.client.log_text(self.run_id, yaml.safe_dump(op, sort_keys=False), "resolved_spec.yaml")
+        except BaseException as error:
+            self.finish(error)
+            raise
         return self.run_id
 
     def log_metrics(self, metrics: dict[str, float]) -> None:

@@ -129,10 +129,12 @@ def test_sigterm_to_the_sweep_stops_its_trials_and_marks_runs_killed(tracked: st
                               "trainer.max_epochs=1000"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
     running = _first_running(tracked, "sweep_sigterm")
+    client = MlflowClient(tracked)
+    while "train/loss" not in client.get_run(running.info.run_id).data.metrics:  # it trains (logged every 10 steps)
+        time.sleep(0.2)
     sweep.send_signal(signal.SIGTERM)
     output = sweep.communicate(timeout=120)[0]
     assert sweep.returncode == 130, output
-    client = MlflowClient(tracked)
     parent = client.get_run(running.data.tags["mlflow.parentRunId"])
     assert (client.get_run(running.info.run_id).info.status, parent.info.status) == ("KILLED", "KILLED")
 
