@@ -61,12 +61,12 @@ def test_good_spec_gets_every_default(tmp_path: Path, monkeypatch: pytest.Monkey
         ("{type: adam,", "{type: zzz,",
          "s.yaml:15:19: optimizer.type: unknown optimizer 'zzz'. Known optimizers: adam, adamw, sgd."),
         ("lr: 1.0e-3", "lr: fast",
-         "s.yaml:15:29: optimizer.lr: expected a number, got string 'fast'"),
+         "s.yaml:15:29: optimizer.lr: expected a number > 0, got string 'fast'"),
         ("lr: 1.0e-3", "lr: '1e-3'",
-         "s.yaml:15:29: optimizer.lr: expected a number, got string '1e-3' (it is quoted, so YAML read a "
+         "s.yaml:15:29: optimizer.lr: expected a number > 0, got string '1e-3' (it is quoted, so YAML read a "
          "string; remove the quotes)"),
         ("  in_features: 4\n  out", "  out",
-         "s.yaml:7:1: model: mlp is missing required argument 'in_features' (an integer)"),
+         "s.yaml:7:1: model: mlp is missing required argument 'in_features' (an integer >= 1)"),
         ("paper: demo", "paper: 2026",
          "s.yaml:2:8: paper: expected a string, got integer 2026 (YAML read it as a number; quote it: '2026')"),
         ("paper: demo", "paper: Demo Paper",
@@ -114,7 +114,7 @@ def test_override_errors_name_the_override(tmp_path: Path, monkeypatch: pytest.M
     assert [str(p) for p in info.value.problems] == [
         "override 'model.depth=2': model.depth: mlp has no argument 'depth'. Valid arguments: in_features, "
         "out_features, hidden, activation, dropout.",
-        "override 'optimizer.lr=abc': optimizer.lr: expected a number, got string 'abc'",
+        "override 'optimizer.lr=abc': optimizer.lr: expected a number > 0, got string 'abc'",
     ]
 
 
@@ -125,7 +125,7 @@ def test_all_problems_at_once_sorted_by_line(tmp_path: Path, monkeypatch: pytest
     assert str(info.value) == (
         "2 problems in spec:\n"
         "  s.yaml:2:7: seed: expected an integer, got string 'one'\n"
-        "  s.yaml:16:29: optimizer.lr: expected a number, got string 'x'"
+        "  s.yaml:16:29: optimizer.lr: expected a number > 0, got string 'x'"
     )
 
 
