@@ -32,6 +32,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_result import bench_line  # noqa: E402
 
 
 def one_sweep(isolate: str, trials: int, steps: int) -> dict:
@@ -91,6 +94,8 @@ def main() -> None:
               f"{medians[isolate]:33.2f}")
     print(f"overhead per extra trial, process / fork: {medians['process'] / medians['fork']:.1f}x "
           f"({medians['process']:.2f} s vs {medians['fork']:.2f} s)")
+    bench_line("sweep cost per extra trial beyond its own run (fork vs --isolate process)", medians["fork"],
+               medians["process"], "s", "< 1 s", medians["fork"] < 1.0)
 
 
 if __name__ == "__main__":
