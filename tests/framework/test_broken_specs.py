@@ -201,7 +201,7 @@ CLASSES = [
     _class("float overflow", _spec("lr: 1e400", "lr: 0.01"), "optimizer.lr: number 1e400 is too large for a "
            "64-bit float (at most about 1.8e308)", "s.yaml:8:29: "),
     _class("1e100 for an integer", _spec("n_samples: 1e100", "n_samples: 600"), "data.n_samples: expected an "
-           "integer, got number 1e+100", "s.yaml:5:49: "),
+           "integer >= 10, got number 1e+100", "s.yaml:5:49: "),
     _class("!!int 'abc'", _spec("seed: !!int 'abc'"), "seed: cannot read 'abc' as !!int", "s.yaml:3:7: "),
     _class("!!bool maybe", _spec("seed: !!bool maybe"), "seed: cannot read 'maybe' as !!bool", "s.yaml:3:7: "),
     _class("!!timestamp x", _spec("seed: !!timestamp x"), f"seed: tag '!!timestamp' is not allowed in a spec {ALLOWED_TAGS}",
@@ -224,7 +224,7 @@ CLASSES = [
     _class("empty claims file", b"# claims to come\n", "file is empty (or only whitespace and comments): a claims "
            "file is a mapping with 'paper', 'runs' and 'claims'", f"{CLAIMS_FILE}: ", name=CLAIMS_FILE),
     _class("null component argument", _spec("n_samples: null", "n_samples: 600"), "data.n_samples: expected an "
-           "integer, got null (to use the default 6000, delete the key)", "s.yaml:5:49: "),
+           "integer >= 10, got null (to use the default 6000, delete the key)", "s.yaml:5:49: "),
     _class("null node argument", MINIMAX, "task.algorithm: expected a minimax algorithm node, got null", "s.yaml:6:13: "),
     _class("recursive anchor", _spec("seed: &a [*a]"), "seed.0: this value contains itself (a recursive alias '*' "
            "inside its own anchor '&')", "s.yaml:3:1: "),
