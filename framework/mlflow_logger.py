@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import Any, Mapping
@@ -12,7 +13,7 @@ from lightning.pytorch.loggers import MLFlowLogger
 # Seconds between metric writes. One MLflow `log_batch` into sqlite costs milliseconds (a commit);
 # writing at each of Lightning's logging steps (every 10 steps by default) cost tiny runs ~10% of
 # their training time.
-FLUSH_SECONDS = 5.0
+FLUSH_SECONDS = 5.0  # $EXPSPEC_METRICS_FLUSH_SECONDS overrides it (0: write at every logging step)
 MAX_BATCH = 1000  # metrics per `log_batch`, MLflow's limit
 
 
@@ -37,9 +38,11 @@ class RunLogger(MLFlowLogger):
             queue when it is written (components/callbacks/resume.py), so the run holds every value up to the
             step a resume starts from."""
 
-    def __init__(self, *args: Any, flush_seconds: float = FLUSH_SECONDS,
+    def __init__(self, *args: Any, flush_seconds: float | None = None,
                  already_logged: dict[tuple[str, int], int] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if flush_seconds is None:
+            flush_seconds = float(os.environ.get("EXPSPEC_METRICS_FLUSH_SECONDS", FLUSH_SECONDS))
         self.flush_seconds = flush_seconds
         self._pending: list[Any] = []
         self._written = time.monotonic()

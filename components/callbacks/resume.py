@@ -15,6 +15,8 @@ from lightning.pytorch.callbacks import Checkpoint
 from lightning.pytorch.trainer.connectors.logger_connector.result import _ResultMetric
 from torchmetrics import Metric
 
+from components.types import PositiveInt
+
 RESUME_FILE = "resume.ckpt"
 
 
@@ -42,7 +44,7 @@ class ResumeCheckpoint(Checkpoint):
             when that is unbounded. At most 1/20 of the run is trained again after a kill.
     """
 
-    def __init__(self, every_n_steps: int | None = None) -> None:
+    def __init__(self, every_n_steps: PositiveInt | None = None) -> None:
         if every_n_steps is not None and every_n_steps < 1:
             raise ValueError(f"every_n_steps must be >= 1 or null, got {every_n_steps}")
         self.every_n_steps = every_n_steps

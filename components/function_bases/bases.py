@@ -14,6 +14,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from components.types import PositiveInt
+
 
 def periodic_grid(points_per_side: int, dim: int = 1, dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
     """(points, weights): the uniform grid j / n on each axis of [0, 1)^dim, points of shape
@@ -66,7 +68,7 @@ class FourierBasis(nn.Module):
         dim: Dimension of the torus, 1 or 2.
     """
 
-    def __init__(self, size: int = 33, dim: int = 1) -> None:
+    def __init__(self, size: PositiveInt = 33, dim: PositiveInt = 1) -> None:
         super().__init__()
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")

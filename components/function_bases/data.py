@@ -21,6 +21,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from components.function_bases.bases import FourierBasis, periodic_grid
+from components.types import PositiveInt
 
 
 class _Repeat(Dataset):
@@ -83,12 +84,12 @@ class GaussianProcessFunctions(L.LightningDataModule):
 
     def __init__(
         self,
-        num_samples: int = 500,
-        test_samples: int = 500,
+        num_samples: PositiveInt = 500,
+        test_samples: PositiveInt = 500,
         points: int = 128,
         test_points: list[int] | None = None,
-        train_steps: int = 300,
-        dim: int = 1,
+        train_steps: PositiveInt = 300,
+        dim: PositiveInt = 1,
         length_scale: float = 0.08,
         max_frequency: int = 32,
         warp_strength: float = 0.6,
@@ -197,8 +198,8 @@ class SturmLiouville(L.LightningDataModule):
         self,
         points: int = 128,
         test_points: list[int] | None = None,
-        train_steps: int = 300,
-        dim: int = 1,
+        train_steps: PositiveInt = 300,
+        dim: PositiveInt = 1,
         stiffness_modulation: float = 0.5,
         potential_depth: float = 100.0,
         eigenvalues: int = 5,

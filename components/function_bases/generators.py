@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from components.function_bases.bases import FourierBasis, periodic_grid
+from components.types import NonNegativeInt, PositiveInt
 
 
 class SkewFiniteRankNN(nn.Module):
@@ -42,11 +43,11 @@ class SkewFiniteRankNN(nn.Module):
     def __init__(
         self,
         pairs: int = 2,
-        hidden: int = 64,
-        layers: int = 1,
+        hidden: PositiveInt = 64,
+        layers: PositiveInt = 1,
         inputs: Literal["fourier", "coordinates"] = "fourier",
-        fourier_features: int = 33,
-        dim: int = 1,
+        fourier_features: NonNegativeInt = 33,
+        dim: PositiveInt = 1,
         quadrature_points: int = 128,
         output_scale: float = 1.0,
     ) -> None:

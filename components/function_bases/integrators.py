@@ -16,6 +16,8 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from components.types import PositiveInt
+
 Field = Callable[[Tensor], Tensor]
 
 
@@ -24,7 +26,7 @@ class _FixedStep:
 
     preserves_orthogonality = False
 
-    def __init__(self, steps: int = 20) -> None:
+    def __init__(self, steps: PositiveInt = 20) -> None:
         if steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
         self.steps = steps

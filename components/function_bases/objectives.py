@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from components.function_bases.data import galerkin_matrix
+from components.types import PositiveInt
 
 
 def _check_k(k: int) -> None:
@@ -35,7 +36,7 @@ class CapturedVariance:
         k: Number of leading basis functions scored.
     """
 
-    def __init__(self, k: int = 5) -> None:
+    def __init__(self, k: PositiveInt = 5) -> None:
         _check_k(k)
         self.k = k
 
@@ -91,7 +92,7 @@ class RayleighQuotient:
         k: Number of leading eigenfunctions sought.
     """
 
-    def __init__(self, k: int = 1) -> None:
+    def __init__(self, k: PositiveInt = 1) -> None:
         _check_k(k)
         self.k = k
 

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 
 from components.data.stream import StreamData, Streams
+from components.types import PositiveInt
 
 
 def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -97,15 +98,15 @@ class DriftingLinear(StreamData):
 
     def __init__(
         self,
-        dim: int = 5,
-        horizons: list[int] = [1000, 4000, 16000],  # noqa: B006 - a read-only default
+        dim: PositiveInt = 5,
+        horizons: list[PositiveInt] = [1000, 4000, 16000],  # noqa: B006 - a read-only default
         betas: list[float] = [0.0, 0.3333],  # noqa: B006
         variation: float = 4.0,
         reference_horizon: int = 1000,
         drift: Literal["sinusoid", "random_walk", "jumps"] = "sinusoid",
         noise: float = 0.1,
         radius: float = 1.0,
-        replicates: int = 4,
+        replicates: PositiveInt = 4,
         seed: int = 0,
         block: int = 1000,
     ) -> None:

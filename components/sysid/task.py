@@ -46,6 +46,7 @@ import torch
 
 from components.kinds import Kind
 from components.tasks.loop import PlainLoop
+from components.types import PositiveInt
 
 StepRule = Annotated[Any, Kind("step_rules")]
 
@@ -95,7 +96,7 @@ class OnlineIdentification(PlainLoop):
         learners: list[StepRule],
         grid_low: float = 1.0e-3,
         grid_high: float = 0.5,
-        grid_per_decade: int = 3,
+        grid_per_decade: PositiveInt = 3,
         mistuning: float = 10.0,
         projection: Literal["ball", "box"] = "ball",
         radius: float = 1.5,

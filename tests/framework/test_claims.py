@@ -380,7 +380,7 @@ def test_reproduce_checks_every_spec_before_running_any(tracked: str, tmp_path: 
     with open(folder / "seeds.yaml", "a") as spec:
         spec.write("optimizer: {lr: fast}\n")
     assert main(["reproduce", str(folder), "--full"]) == 2
-    assert f"{folder / 'seeds.yaml'}:5:17: optimizer.lr: expected a number, got string 'fast'" in capsys.readouterr().err
+    assert f"{folder / 'seeds.yaml'}:5:17: optimizer.lr: expected a number > 0, got string 'fast'" in capsys.readouterr().err
     assert MlflowClient(tracked).get_experiment_by_name("demo_paper") is None
 
 

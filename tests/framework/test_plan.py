@@ -140,7 +140,7 @@ REFERENCING = BASE.replace("data: {type: synthetic_classification, n_features: 4
     "spec, sweep",
     [
         (BASE, "grid: {optimizer.lr: [0.1, 0.01], model.hidden: [[8], [8, 8]]}"),
-        (REFERENCING, "{grid: {width: [4, 6]}, seeds: [0, 1]}"),  # a reference chain: width -> data -> model
+        (REFERENCING, "{grid: {width: [4, 6]}, seeds: [1, 2]}"),  # seeds feed sizes below: >= 1  # a reference chain: width -> data -> model
         (REFERENCING, "grid: {metrics.0.type: [accuracy, auroc], metrics: [[{type: accuracy}]]}"),
         (BASE, "grid: {scheduler: [null, {type: cosine}], loss: [{type: cross_entropy, label_smoothing: 0.1}]}"),
         (BASE, "zip: {model: [{type: mlp, in_features: 4, out_features: 3}], optimizer.lr: [1]}"),
@@ -170,8 +170,8 @@ def test_checker_locates_a_trial_problem(tmp_path: Path, monkeypatch: pytest.Mon
     Path("s.yaml").write_text(BASE + "sweep:\n  grid: {optimizer.lr: [0.1, fast], model.dropout: [0.0, 0.5]}\n")
     problems = [str(p) for p in SweepChecker("s.yaml", [], CommittedSchemas()).check()]
     assert problems == [
-        "override 'optimizer.lr=fast': optimizer.lr: expected a number, got string 'fast' [trial lr=fast,dropout=0.0]",
-        "override 'optimizer.lr=fast': optimizer.lr: expected a number, got string 'fast' [trial lr=fast,dropout=0.5]",
+        "override 'optimizer.lr=fast': optimizer.lr: expected a number > 0, got string 'fast' [trial lr=fast,dropout=0.0]",
+        "override 'optimizer.lr=fast': optimizer.lr: expected a number > 0, got string 'fast' [trial lr=fast,dropout=0.5]",
     ]
     assert str(SweepChecker("s.yaml", [], CommittedSchemas()).check(limit=1)[-1]) == "... and 1 more trial(s) of 4 with problems"
 

@@ -45,10 +45,13 @@ sys.exit(main(sys.argv[1:]))
 
 
 def _killed_at(step: int | None, overrides: list[str], runs: Path) -> str:
-    """Run the tiny spec in a process that SIGKILLs itself at `step`; the id of its run."""
+    """Run the tiny spec in a process that SIGKILLs itself at `step`; the id of its run. Its metrics
+    are written at every logging step (not buffered), so that the run holds steps past its last
+    checkpoint when it dies, which the resumed run logs again and must not duplicate."""
     before = set(runs.glob("*/*"))
     done = subprocess.run([sys.executable, "-c", KILL_AT.format(step=step), "run", str(TINY), *overrides],
-                          capture_output=True, text=True, env=dict(os.environ), timeout=300)
+                          capture_output=True, text=True, env={**os.environ, "EXPSPEC_METRICS_FLUSH_SECONDS": "0"},
+                          timeout=300)
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     (folder,) = set(runs.glob("*/*")) - before
     return folder.name
