@@ -304,6 +304,8 @@ def _text_problem(text: str, source: str) -> Problem | None:
 def _invalid_yaml(error: yaml.MarkedYAMLError, source: str) -> Problem:
     mark = error.problem_mark or error.context_mark
     where = Mark(source, mark.line + 1, mark.column + 1) if mark else Mark(source)
+    if "maximum nesting depth" in str(error.problem):  # libyaml >= 0.2.5 has a nesting limit of its own
+        return Problem(where, (), _TOO_DEEP)
     return Problem(where, (), f"invalid YAML: {error.problem or error.context}")
 
 
