@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import math
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +31,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 from bench_result import bench_line  # noqa: E402
+from validate_speed import best_wall  # noqa: E402
 
 GOAL_SECONDS = 3.0
 
@@ -44,15 +44,6 @@ def grid_spec(folder: Path, trials: int) -> Path:
     spec.write_text(f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\n"
                     f"sweep:\n  grid: {{optimizer.lr: [{values}], loss.terms.cvm.weight: [{values}]}}\n")
     return spec
-
-
-def best_wall(cmd: list[str], runs: int) -> tuple[float, subprocess.CompletedProcess]:
-    best, last = float("inf"), None
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        last = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-        best = min(best, time.perf_counter() - t0)
-    return best, last
 
 
 def one_pass_vs_each(spec: Path) -> tuple[float, float, int]:
