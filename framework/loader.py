@@ -442,10 +442,20 @@ def copy_tree(value: Any) -> Any:
     return value
 
 
-def _drop_marks(loaded: Loaded, prefix: Path) -> None:
-    for marks in (loaded.key_marks, loaded.value_marks):
-        for path in [p for p in marks if p[: len(prefix)] == prefix and len(p) > len(prefix)]:
-            del marks[path]
+def _subpaths(value: Any, path: Path) -> Any:
+    """The key paths strictly under `path` of the loaded `value` found there (its marks' keys)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        sub = (*path, key)
+        yield sub
+        yield from _subpaths(item, sub)
+
+
+def _drop_marks(loaded: Loaded, prefix: Path, value: Any) -> None:
+    """Forget the marks under `prefix`, where `loaded` held `value` (walked, not every mark scanned)."""
+    for path in _subpaths(value, prefix):
+        loaded.key_marks.pop(path, None)
+        loaded.value_marks.pop(path, None)
 
 
 def _merge(base: Loaded, child: Loaded, data_base: Any, data_child: Any, path: Path) -> Any:
@@ -460,37 +470,41 @@ def _merge(base: Loaded, child: Loaded, data_base: Any, data_child: Any, path: P
                 merged[key] = _merge(base, child, merged[key], value, sub)
             else:
                 merged[key] = value
-                _copy_marks(base, child, sub)
+                _copy_marks(base, child, sub, value)
             for marks, child_marks in ((base.key_marks, child.key_marks), (base.value_marks, child.value_marks)):
                 if sub in child_marks:
                     marks[sub] = child_marks[sub]
         return merged
-    _drop_marks(base, path)
-    _copy_marks(base, child, path)
+    _drop_marks(base, path, data_base)
+    _copy_marks(base, child, path, data_child)
     return data_child
 
 
-def _copy_marks(base: Loaded, child: Loaded, path: Path) -> None:
-    """Every mark of the child at or under `path` replaces the base's."""
-    for marks, child_marks in ((base.key_marks, child.key_marks), (base.value_marks, child.value_marks)):
-        for p, m in child_marks.items():
-            if p[: len(path)] == path:
-                marks[p] = m
+def _copy_marks(base: Loaded, child: Loaded, path: Path, value: Any) -> None:
+    """Every mark of the child at or under `path`, where it holds `value`, replaces the base's."""
+    for p in (path, *_subpaths(value, path)):
+        for marks, child_marks in ((base.key_marks, child.key_marks), (base.value_marks, child.value_marks)):
+            if p in child_marks:
+                marks[p] = child_marks[p]
 
 
 def _display(path: FsPath) -> str:
-    try:
-        return str(path.resolve().relative_to(FsPath.cwd()))
-    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
-        return str(path)
+    """The path as messages name it: relative to the working folder when it lies under it (`..`
+    folded by text), else as given. No symlink is followed: this runs for every file read, and
+    resolving a path costs a system call per folder in it."""
+    cwd = os.getcwd()
+    full = os.path.normpath(os.path.join(cwd, path))
+    return full[len(cwd) + 1:] if full.startswith(cwd + os.sep) else str(path)
 
 
-def _resolve(path: FsPath) -> FsPath:
-    """The path with symlinks resolved; as given (absolute) for a symlink loop, which reading reports."""
+def _identity(path: FsPath) -> tuple[int, int] | str:
+    """What makes two paths one file, for the `extends` cycle check: its device and inode (symlinks
+    and `..` followed by the one stat), or the absolute path of a file that cannot be stat'ed."""
     try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return path.absolute()
+        found = os.stat(path)
+    except OSError:
+        return os.path.abspath(path)
+    return found.st_dev, found.st_ino
 
 
 SPEC_SHAPE = "a spec is a mapping of sections with at least 'name', 'paper' and 'task'"
@@ -505,7 +519,8 @@ def load_file(path: str | FsPath, shape: str = SPEC_SHAPE) -> Loaded:
     return _load(FsPath(path), (), [0], shape)
 
 
-def _load(path: FsPath, stack: tuple[FsPath, ...], reads: list[int], shape: str) -> Loaded:
+def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], shape: str) -> Loaded:
+    """`stack`: (identity, display name) of the files whose `extends` led here."""
     reads[0] += 1
     loaded = read_yaml(path, _display(path))
     if loaded.data is None:
@@ -513,7 +528,7 @@ def _load(path: FsPath, stack: tuple[FsPath, ...], reads: list[int], shape: str)
     if not isinstance(loaded.data, dict):
         raise SpecError([Problem(loaded.value_mark(()), (), f"expected a mapping at the top level, got a "
                                                             f"{type(loaded.data).__name__}: {shape}")])
-    stack = (*stack, _resolve(path))
+    stack = (*stack, (_identity(path), loaded.source))
     extends = loaded.data.pop("extends", None)
     if extends is None:
         return loaded
@@ -525,8 +540,8 @@ def _load(path: FsPath, stack: tuple[FsPath, ...], reads: list[int], shape: str)
     merged: Loaded | None = None
     for base_name in bases:
         base_path = path.parent / base_name
-        if _resolve(base_path) in stack:
-            chain = " -> ".join(_display(p) for p in (*stack, _resolve(base_path)))
+        if _identity(base_path) in (identity for identity, _ in stack):
+            chain = " -> ".join([*(name for _, name in stack), _display(base_path)])
             raise SpecError([Problem(mark, ("extends",), f"extends cycle: {chain}")])
         reason = _unreadable(base_path)
         if reason:
@@ -592,8 +607,8 @@ def _set_path(loaded: Loaded, parts: list[str], value: Any, mark: Mark) -> Probl
             return Problem(mark, path, f"cannot set '{part}': {format_path(path)} is a {type(node).__name__}, not a mapping")
         path = (*path, key)
         if last:
+            _drop_marks(loaded, path, node.get(key) if isinstance(node, dict) else node[key])
             node[key] = value
-            _drop_marks(loaded, path)
             loaded.key_marks[path] = mark
             loaded.value_marks[path] = mark
             return None

@@ -92,9 +92,10 @@ def parse_check(text: str, aliases: set[str]) -> ast.Expression:
         raise ValueError(f"invalid check syntax{where}: {error.msg}") from None
     except (RecursionError, MemoryError):  # Python's parser, on thousands of nested operators
         raise ValueError(f"a check nests at most {MAX_CHECK_DEPTH} levels") from None
-    if _depth(tree) > MAX_CHECK_DEPTH:
+    nodes = _nodes(tree)
+    if max(depth for _, depth in nodes) > MAX_CHECK_DEPTH:
         raise ValueError(f"a check nests at most {MAX_CHECK_DEPTH} levels (operators, calls, brackets)")
-    for node in ast.walk(tree):
+    for node, _ in nodes:
         if not isinstance(node, _ALLOWED):
             raise ValueError(f"'{ast.unparse(node)}' is not allowed in a check ({type(node).__name__})")
         if isinstance(node, ast.Call):
@@ -103,7 +104,7 @@ def parse_check(text: str, aliases: set[str]) -> ast.Expression:
         elif isinstance(node, ast.Name) and node.id not in aliases and node.id not in CALLABLE:
             hint = did_you_mean(node.id, sorted(aliases), otherwise=f" Runs: {', '.join(sorted(aliases))}.")
             raise ValueError(f"unknown run '{node.id}'.{hint}")
-    for node in ast.walk(tree):  # a power of numbers written in the check: its size is known now
+    for node, _ in nodes:  # a power of numbers written in the check: its size is known now
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.Mult)) and _constant(node):
             try:
                 _Evaluator({}).value(node)
@@ -114,14 +115,13 @@ def parse_check(text: str, aliases: set[str]) -> ast.Expression:
     return tree
 
 
-def _depth(tree: ast.AST) -> int:
-    """How deeply the nodes of `tree` nest (iteratively: a deep tree is what is measured)."""
-    deepest, stack = 0, [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
+def _nodes(tree: ast.AST) -> list[tuple[ast.AST, int]]:
+    """Every node of `tree` with its depth (the root 1), breadth first as `ast.walk` lists them:
+    one iterative pass, so a deep tree is measured without recursion."""
+    found = [(tree, 1)]
+    for node, depth in found:  # the list grows while it is read
+        found.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return found
 
 
 def _constant(node: ast.AST) -> bool:

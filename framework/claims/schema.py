@@ -99,10 +99,11 @@ def load_claims(folder: str | Path) -> tuple[ClaimsFile, Loaded]:
         raise SpecError([Problem(None, (), f"{path}: no claims file (a paper folder states its claims in {CLAIMS_FILE})")])
     loaded = load_file(path, shape="a claims file is a mapping with 'paper', 'runs' and 'claims'")
     claims = _structure(loaded)
-    problems = _paper_and_runs(claims, loaded, path.parent) + _checks(claims, loaded)
-    problems += _kinds_and_controls(claims, loaded)
+    reads, problems = _checks(claims, loaded)  # the runs each check reads, by claim index
+    problems = _paper_and_runs(claims, loaded, path.parent) + problems
+    problems += _kinds_and_controls(claims, loaded, reads)
     if not problems:
-        problems += _headline_seeds(claims, loaded, path.parent)
+        problems += _headline_seeds(claims, loaded, path.parent, reads)
     if problems:
         raise SpecError(problems)
     return claims, loaded
@@ -132,30 +133,31 @@ def _paper_and_runs(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Pr
     return problems
 
 
-def _checks(claims: ClaimsFile, loaded: Loaded) -> list[Problem]:
-    problems = []
+def _checks(claims: ClaimsFile, loaded: Loaded) -> tuple[dict[int, set[str]], list[Problem]]:
+    """The runs each check reads, by claim index (a check that does not parse is a problem instead)."""
+    problems, reads = [], {}
     aliases = set(claims.runs)
     for i, claim in enumerate(claims.claims):
         path = ("claims", i, "check")
         try:
-            tree = parse_check(claim.check, aliases)
+            read = reads[i] = used_aliases(parse_check(claim.check, aliases), aliases)
         except ValueError as error:
             problems.append(Problem(loaded.value_mark(path), path, str(error)))
             continue
         if claim.tier == DEFAULT_TIER:
-            for alias in sorted(used_aliases(tree, aliases)):
+            for alias in sorted(read):
                 if claims.runs[alias].tier != DEFAULT_TIER:
                     problems.append(Problem(loaded.value_mark(path), path, (
                         f"claim '{claim.name}' is in the default tier but reads run '{alias}', which is "
                         f"`tier: {claims.runs[alias].tier}` (line {_line(loaded, ('runs', alias))}); "
                         f"mark the claim `tier: {claims.runs[alias].tier}`, or the run `tier: default`")))
-    return problems
+    return reads, problems
 
 
 MIN_SEEDS = 3
 
 
-def _kinds_and_controls(claims: ClaimsFile, loaded: Loaded) -> list[Problem]:
+def _kinds_and_controls(claims: ClaimsFile, loaded: Loaded, reads: dict[int, set[str]]) -> list[Problem]:
     """At least one headline; `over` on every headline; each control names runs the check reads."""
     problems = []
     if not any(c.is_headline for c in claims.claims):
@@ -170,11 +172,12 @@ def _kinds_and_controls(claims: ClaimsFile, loaded: Loaded) -> list[Problem]:
             problems.append(Problem(loaded.key_mark(("claims", i)), ("claims", i),
                                     f"headline claim '{claim.name}' needs `over: mean` or `over: every_seed` "
                                     f"(how it holds over >= {MIN_SEEDS} seeds)"))
-        problems += _control_problems(claim, i, claims.runs, loaded)
+        problems += _control_problems(claim, i, claims.runs, loaded, reads.get(i))
     return problems
 
 
-def _control_problems(claim: Claim, index: int, runs: dict[str, RunRef], loaded: Loaded) -> list[Problem]:
+def _control_problems(claim: Claim, index: int, runs: dict[str, RunRef], loaded: Loaded,
+                      read: set[str] | None) -> list[Problem]:
     """A control gives one of `replace` / `numbers`, about runs the check reads; a default-tier
     claim's control swaps in default-tier runs only (the default tier is complete on its own)."""
     path = ("claims", index, "control")
@@ -182,10 +185,8 @@ def _control_problems(claim: Claim, index: int, runs: dict[str, RunRef], loaded:
     aliases = set(runs)
     if bool(control.replace) == bool(control.numbers):
         return [Problem(loaded.key_mark(path), path, "a control gives either `replace` or `numbers`")]
-    try:
-        read = used_aliases(parse_check(claim.check, aliases), aliases)
-    except ValueError:
-        return []  # the check's own problem is reported by _checks
+    if read is None:
+        return []  # the check does not parse: its own problem is reported by _checks
     problems = []
     for alias, other in control.replace.items():
         for name, where in ((alias, "replaces"), (other, "uses")):
@@ -206,15 +207,15 @@ def _control_problems(claim: Claim, index: int, runs: dict[str, RunRef], loaded:
     return problems
 
 
-def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Problem]:
+def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path,
+                    reads: dict[int, set[str]]) -> list[Problem]:
     """Every run a headline claim reads is a sweep over >= MIN_SEEDS seeds whose upstream specs,
     if any, follow the trial's seed (upstreams of upstreams too)."""
     problems = []
-    aliases = set(claims.runs)
     for i, claim in enumerate(claims.claims):
         if not claim.is_headline:
             continue
-        for alias in sorted(used_aliases(parse_check(claim.check, aliases), aliases)):
+        for alias in sorted(reads[i]):
             ref = claims.runs[alias]
             spec = folder / ref.spec
             raw = load_file(spec)
