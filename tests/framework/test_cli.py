@@ -153,3 +153,31 @@ def test_unknown_names_exit_2_with_a_hint(args: list[str], message: str, capsys:
         code = exit_.code
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_validate_in_forked_shares_reports_what_one_process_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Past PARALLEL_FILES files `exp validate` checks shares of them in forked processes: the same
+    verdict per file, in the same order, as one process gives (a broken spec among valid ones)."""
+    import shutil
+
+    import framework.cli as cli
+
+    for name in ("drift_sysid", "lie_bases"):
+        shutil.copytree(Path("specs") / name, tmp_path / name)
+    broken = tmp_path / "lie_bases" / "broken.yaml"
+    broken.write_text("extends: tiny_pca.yaml\noptimizer:\n  type: adamw\n  lrr: 0.1\n")
+    files = cli.spec_files([str(tmp_path)])
+    one = [None if e is None else str(e) for e in cli.check_files(files)]
+    assert [i for i, e in enumerate(one) if e] == [files.index(broken)] and "lrr" in one[files.index(broken)]
+    monkeypatch.setattr(cli, "PARALLEL_FILES", 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    import multiprocessing
+
+    contexts: list[str] = []
+    real = multiprocessing.get_context
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method=None: contexts.append(method) or real(method))
+    assert [None if e is None else str(e) for e in cli.check_files(files)] == one
+    assert contexts == ["fork"]  # the shares ran in a pool of forked processes
+    assert main(["validate", "-q", str(tmp_path)]) == 2
+    assert f"{len(files) - 1} of {len(files)} spec(s) valid" in capsys.readouterr().err
