@@ -70,6 +70,7 @@ _YAML_TAG = "tag:yaml.org,2002:"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _INT_TAG = "tag:yaml.org,2002:int"
+_STR_TAG = "tag:yaml.org,2002:str"
 _SCALAR_TAGS = {f"{_YAML_TAG}{name}" for name in ("str", "int", "float", "bool", "null")}
 
 # The limits of the module docstring.
@@ -230,8 +231,10 @@ class _Builder:
         plain = node.tag in _SCALAR_TAGS and len(node.value) <= 40  # the common case, checked quickly
         message = None if plain else _scalar_problem(node)
         if message is None:
+            if node.tag == _STR_TAG:
+                return node.value  # what the safe constructor returns for a string, without its dispatch
             try:
-                value = self.loader.construct_object(node, deep=True)
+                value = self.loader.yaml_constructors[node.tag](self.loader, node)  # scalars: no recursion
             except (yaml.YAMLError, ValueError, KeyError) as error:  # !!int 'abc' (ValueError), !!bool maybe (KeyError)
                 detail = f": {error.problem}" if isinstance(error, yaml.MarkedYAMLError) and error.problem else ""
                 message = f"cannot read {node.value!r} as {_short_tag(node.tag)}{detail}"
