@@ -97,12 +97,15 @@ def run_expspec(args, spec_path):
     import lightning as L
     import framework.runner as runner
     import framework.tracking as tracking
+    from components.callbacks.resume import ResumeCheckpoint
     from framework.builder import Builder
     times = defaultdict(float)
     add_timer = lambda trainer, *_: trainer.callbacks.append(loop_timer(times))  # noqa: E731
     undo = [patch(runner, "prepare", times, "prepare"), patch(tracking.Tracker, "start", times, "mlflow start"),
             patch(tracking.Tracker, "finish", times, "mlflow finish"), patch(Builder, "build", times, "build"),
-            patch(L.Trainer, "fit", times, "fit", before=add_timer), patch(L.Trainer, "test", times, "test")]
+            patch(L.Trainer, "fit", times, "fit", before=add_timer), patch(L.Trainer, "test", times, "test"),
+            patch(ResumeCheckpoint, "_save", times, "resume saves"),
+            patch(L.Trainer, "save_checkpoint", times, "ckpt writes")]
     try:
         t0 = time.perf_counter()
         runner.run(spec_path)
@@ -166,6 +169,7 @@ def run_lightning(args, tmp):
                         default_root_dir=str(tmp / "lightning"), num_sanity_val_steps=0,
                         enable_progress_bar=False, enable_model_summary=False)
     module = lightning_module(args)
+    undo = patch(L.Trainer, "save_checkpoint", times, "ckpt writes")  # Lightning's ModelCheckpoint, each epoch
     t1 = time.perf_counter()
     trainer.fit(module, datamodule=dm)
     times["fit"] = time.perf_counter() - t1
@@ -173,6 +177,7 @@ def run_lightning(args, tmp):
     trainer.test(module, datamodule=dm, verbose=False)
     times["test"] = time.perf_counter() - t1
     times["total"] = time.perf_counter() - t0
+    undo()
     return times
 
 
@@ -287,6 +292,9 @@ def main() -> None:
     print("\nexpspec breakdown (median s; 'val' and 'loop' are inside fit)")
     for key in ("prepare", "mlflow start", "build", "fit", "val", "loop", "test", "mlflow finish", "other", "total"):
         print(f"  {key:14s} {e[key]:8.3f}")
+    print(f"checkpoint writes inside fit (median s): expspec {e.get('ckpt writes', 0):.3f} (its resume.ckpt saves, "
+          f"logger flushes included: {e.get('resume saves', 0):.3f}); lightning {lit.get('ckpt writes', 0):.3f} "
+          "(ModelCheckpoint's default, each epoch)")
     per_step = {name: m["loop"] / m["steps"] * 1e3 for name, m in med.items()}
     ratio = per_step["expspec"] / per_step["lightning"]
     bench_line("per training step vs hand-written Lightning", per_step["expspec"], per_step["lightning"], "ms/step",

@@ -35,6 +35,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("`exp run` per training step", ["overhead.py"], []),
     ("last output to process exit", ["exit_time.py"], []),
     ("bad override vs `exp validate`", ["override_answer.py"], []),
+    ("claim check of a paper, warm workers vs a process per trial", ["reproduce_isolation.py"], []),
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from lightning.pytorch.callbacks import Checkpoint
 from lightning.pytorch.trainer.connectors.logger_connector.result import _ResultMetric
 from torchmetrics import Metric
 
-from components.types import PositiveInt
+from components.types import NonNegativeFloat, PositiveInt
 
 RESUME_FILE = "resume.ckpt"
 
@@ -38,16 +39,33 @@ class ResumeCheckpoint(Checkpoint):
     training (`should_stop` is set again on load: Lightning does not store it, and a run that early
     stopping ended would otherwise train on).
 
+    A write costs a file and a flush of the buffered metrics to the tracking store (a database
+    write), so writes before the end of fit are also at least `min_seconds` apart: a run of short
+    epochs or many small steps does not pay them often (hand-written Lightning writes once an
+    epoch). Which checkpoint a run resumes from never changes its numbers, only how much it trains
+    again after a kill.
+
     Args:
         every_n_steps: Optimizer steps between writes. Default: a twentieth of the steps the
             run is planned to take (Lightning's `estimated_stepping_batches`), at least 1; 1000
-            when that is unbounded. At most 1/20 of the run is trained again after a kill.
+            when that is unbounded. At most 1/20 of the run (or `min_seconds`, if longer) is
+            trained again after a kill.
+        min_seconds: Least wall time between two writes before the one at the end of fit (0:
+            every `every_n_steps` steps and every epoch end). Default: $EXPSPEC_RESUME_MIN_SECONDS,
+            else MIN_SECONDS.
     """
 
-    def __init__(self, every_n_steps: PositiveInt | None = None) -> None:
+    MIN_SECONDS = 10.0
+
+    def __init__(self, every_n_steps: PositiveInt | None = None, min_seconds: NonNegativeFloat | None = None) -> None:
         if every_n_steps is not None and every_n_steps < 1:
             raise ValueError(f"every_n_steps must be >= 1 or null, got {every_n_steps}")
-        self.every_n_steps = every_n_steps
+        if min_seconds is None:
+            min_seconds = float(os.environ.get("EXPSPEC_RESUME_MIN_SECONDS", self.MIN_SECONDS))
+        if not min_seconds >= 0:
+            raise ValueError(f"min_seconds must be >= 0, got {min_seconds}")
+        self.every_n_steps, self.min_seconds = every_n_steps, min_seconds
+        self._last_saved_time = -math.inf
         self.dirpath: Path | None = None  # first save: <logger's folder>/<experiment id>/<run id>/checkpoints
         self.fit_finished = False
         self._interval = every_n_steps or 1
@@ -80,6 +98,7 @@ class ResumeCheckpoint(Checkpoint):
         planned = trainer.estimated_stepping_batches
         self._interval = self.every_n_steps or (max(1, math.ceil(planned / 20)) if math.isfinite(planned) else 1000)
         self._last_saved_step = trainer.global_step  # a resumed run starts where its checkpoint was
+        self._last_saved_time = time.monotonic()  # a kill before the first write starts again from here
         if self._rng_to_restore is not None:  # dropout and augmentations draw what they drew before the kill
             set_rng_states(self._rng_to_restore)
             self._rng_to_restore = None
@@ -105,28 +124,41 @@ class ResumeCheckpoint(Checkpoint):
             trainer.should_stop = True  # fit restores the loops (the step test logs at) and stops
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        self._save(trainer, force=True)
+        self._save(trainer, epoch_end=True)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         self.fit_finished = True
-        self._save(trainer, force=True)
+        self._save(trainer, final=True)
 
-    def _save(self, trainer: Any, force: bool = False) -> None:
+    def _save(self, trainer: Any, epoch_end: bool = False, final: bool = False) -> None:
         """Write the checkpoint through a temporary file and a rename (all ranks call
-        save_checkpoint; rank zero writes)."""
-        if trainer.sanity_checking or (trainer.global_step == self._last_saved_step and not force):
+        save_checkpoint; rank zero writes). Not twice at one step, except at an epoch end or the
+        end of fit; not within `min_seconds` of the last write, except at the end of fit (the
+        clock is rank zero's, so that every rank takes the same decision)."""
+        if trainer.sanity_checking or (trainer.global_step == self._last_saved_step and not (epoch_end or final)):
+            return
+        if not final and not self._time_to_write(trainer):
             return
         self._last_saved_step = trainer.global_step
-        final = self.path(trainer)
-        partial = final.with_name(final.name + ".partial")
+        path = self.path(trainer)
+        partial = path.with_name(path.name + ".partial")
         if trainer.is_global_zero:
-            final.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
         trainer.save_checkpoint(partial)
         if trainer.is_global_zero:
-            os.replace(partial, final)
+            os.replace(partial, path)
             for logger in trainer.loggers:  # the run holds every metric up to the step a resume starts from
                 if hasattr(logger, "flush"):
                     logger.flush()
+
+
+    def _time_to_write(self, trainer: Any) -> bool:
+        """Whether `min_seconds` have passed since the last write (rank zero decides for all)."""
+        now = time.monotonic()
+        due = bool(trainer.strategy.broadcast(now - self._last_saved_time >= self.min_seconds, src=0))
+        if due:
+            self._last_saved_time = now
+        return due
 
 
 def _epoch_or_validation_follows(trainer: Any) -> bool:

@@ -50,7 +50,8 @@ def _killed_at(step: int | None, overrides: list[str], runs: Path) -> str:
     checkpoint when it dies, which the resumed run logs again and must not duplicate."""
     before = set(runs.glob("*/*"))
     done = subprocess.run([sys.executable, "-c", KILL_AT.format(step=step), "run", str(TINY), *overrides],
-                          capture_output=True, text=True, env={**os.environ, "EXPSPEC_METRICS_FLUSH_SECONDS": "0"},
+                          capture_output=True, text=True, env={**os.environ, "EXPSPEC_METRICS_FLUSH_SECONDS": "0",
+                                                                      "EXPSPEC_RESUME_MIN_SECONDS": "0"},
                           timeout=300)
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     (folder,) = set(runs.glob("*/*")) - before
@@ -102,6 +103,21 @@ def test_tiny_spec_as_written_resumes_exactly_after_sigkill_mid_epoch(tracked: s
     batches an epoch), it resumes from the checkpoint at step 75 and ends at step 300."""
     expected, _ = _check_exact_resume(tracked, tmp_path / "runs", [], kill_at=80)
     assert expected["test/accuracy"][0][0] == 300 and expected["train/loss"][-1][0] == 299
+
+
+@pytest.mark.parametrize("min_seconds, writes", [("0", range(7, 100)), ("3600", range(1, 2))])
+def test_resume_checkpoint_writes_at_most_every_min_seconds(tracked: str, monkeypatch: pytest.MonkeyPatch,
+                                                            min_seconds: str, writes: range) -> None:
+    """Six short epochs: with no time floor a write at every epoch end (and every twentieth of the
+    steps); with an hour's floor, only the write at the end of fit, which is always made."""
+    import lightning as L
+
+    monkeypatch.setenv("EXPSPEC_RESUME_MIN_SECONDS", min_seconds)
+    count = []
+    save = L.Trainer.save_checkpoint
+    monkeypatch.setattr(L.Trainer, "save_checkpoint", lambda self, *a, **k: count.append(1) or save(self, *a, **k))
+    run(TINY, ["trainer.max_steps=-1", "trainer.max_epochs=6", "trainer.limit_val_batches=1"])
+    assert len(count) in writes
 
 
 def test_user_checkpoint_callback_does_not_change_where_resume_starts(tracked: str, tmp_path: Path) -> None:

@@ -1,0 +1,67 @@
+"""What warm workers save on a paper's claim check, the work CI does for every paper.
+
+`exp reproduce specs/<paper>/ --fresh` runs every run and sweep trial the paper's default-tier
+claims read, then checks the claims. It is timed twice per paper, each in a fresh subprocess with
+its own fresh MLflow store, runs folder and cache (nothing reused between the two):
+
+  fork      the default: sweep trials forked from a warm server that imported torch, Lightning,
+            MLflow and the components once (framework.warm)
+  process   `--isolate process`: a fresh `python -m framework.cli run ...` per trial, the path
+            every sweep took before warm workers
+
+Both must pass the same claims (exit 0); the ratio process / fork is what warm workers save on
+that paper's CI cost. Numbers are wall-clock: read the ratio; absolute seconds depend on the load.
+
+    python benchmarks/reproduce_isolation.py [--papers drift_sysid lie_bases] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_result import bench_line  # noqa: E402
+
+
+def reproduce(paper: str, isolate: str, jobs: int) -> float:
+    """Wall seconds of a fresh `exp reproduce` of the paper's default tier, in a fresh store."""
+    folder = Path(tempfile.mkdtemp(prefix=f"expspec-reproduce-{isolate}-"))
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
+           "EXPSPEC_RUNS_DIR": str(folder / "runs"), "EXPSPEC_CACHE_DIR": str(folder / "cache"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "framework.cli", "reproduce", f"specs/{paper}/", "--fresh",
+               "--jobs", str(jobs), "--isolate", isolate]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return seconds
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--papers", nargs="+", default=["drift_sysid", "lie_bases"])
+    p.add_argument("--jobs", type=int, default=2, help="as `exp reproduce` runs in CI")
+    args = p.parse_args()
+    total = {"fork": 0.0, "process": 0.0}
+    for paper in args.papers:
+        seconds = {isolate: reproduce(paper, isolate, args.jobs) for isolate in ("fork", "process")}
+        for isolate, value in seconds.items():
+            total[isolate] += value
+        print(f"{paper:16s} fork {seconds['fork']:7.1f} s   process {seconds['process']:7.1f} s   "
+              f"saved {1 - seconds['fork'] / seconds['process']:5.1%}")
+    bench_line(f"`exp reproduce --fresh` of {', '.join(args.papers)}: warm workers vs --isolate process",
+               total["fork"], total["process"], "s")
+
+
+if __name__ == "__main__":
+    main()
