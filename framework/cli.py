@@ -63,12 +63,31 @@ def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, tria
     from framework.schema import CommittedSchemas
 
     schemas = schemas or CommittedSchemas(live_fallback=True)
-    loaded = load_spec(path, overrides)
+    unresolved: list[Problem] = []  # a broken reference does not hide the spec's other problems
+    loaded = load_spec(path, overrides, unresolved)
+    if unresolved:
+        raise SpecError(_with_other_problems(unresolved, loaded, schemas))
     validate_plan(loaded, schemas, cache)
     if trials and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
         problems = SweepChecker(path, overrides, schemas, cache).check()  # every trial of a sweep is a spec too
         if problems:
             raise SpecError(problems)
+
+
+def _with_other_problems(unresolved: list[Problem], loaded: Any, schemas: Any) -> list[Problem]:
+    """The reference problems and every other problem of the spec, except those at or under a
+    key whose reference is unresolved (its value is still the `${...}` text), in file order."""
+    from framework.plan import validate_plan
+    from framework.validate import problem_order
+
+    try:
+        validate_plan(loaded, schemas)
+        others: list[Problem] = []
+    except SpecError as error:
+        others = error.problems
+    broken = [p.path for p in unresolved]
+    others = [p for p in others if not any(p.path[:len(b)] == b for b in broken)]
+    return sorted([*unresolved, *others], key=problem_order)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
