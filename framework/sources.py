@@ -79,6 +79,20 @@ def summary(doc: str) -> str:
     return " ".join(doc.strip().split("\n\n", 1)[0].split())
 
 
+def without_arguments(doc: str) -> str:
+    """A docstring less its `Args:` sections (shown per argument instead)."""
+    lines, kept, skipping, outer = doc.expandtabs().splitlines(), [], False, 0
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if skipping and line.strip() and indent <= outer:
+            skipping = False
+        if not skipping and line.strip() in _ARGS_HEADERS:
+            skipping, outer = True, indent
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
 def argument_docs(doc: str) -> dict[str, str]:
     """argument name -> its description, from the Google-style `Args:` section of a docstring
     (`Arguments:`, `Parameters:` and `Keyword Args:` too; `name (type): text` as torch writes it).
