@@ -15,6 +15,7 @@ import os
 import queue
 import shutil
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,9 @@ class LanguageServer:
         if command is None:
             raise FileNotFoundError(f"{SERVER} is not on PATH (npm install -g yaml-language-server@2)")
         self.timeout = timeout
+        self._stderr = tempfile.TemporaryFile()  # what the server says on stderr, for failures
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, cwd=root, env={**os.environ, "NO_PROXY": "*"})
+                                        stderr=self._stderr, cwd=root, env={**os.environ, "NO_PROXY": "*"})
         self._next_id = 0
         self._replies: dict[int, queue.Queue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
@@ -122,10 +124,20 @@ class LanguageServer:
         ident = self._next_id
         replies = self._replies.setdefault(ident, queue.Queue())
         self._send({"id": ident, "method": method, "params": params})
-        reply = replies.get(timeout=self.timeout)
+        try:
+            reply = replies.get(timeout=self.timeout)
+        except queue.Empty:
+            raise TimeoutError(f"{method}: no reply within {self.timeout} s{self.server_output()}") from None
         if "error" in reply:
-            raise RuntimeError(f"{method}: {reply['error']}")
+            raise RuntimeError(f"{method}: {reply['error']}{self.server_output()}")
         return reply.get("result")
+
+    def server_output(self) -> str:
+        """The end of the server's stderr (to add to an error), with its exit code if it ended."""
+        self._stderr.seek(0)
+        text = self._stderr.read().decode(errors="replace")[-2000:]
+        ended = f" (the server exited with {self.process.returncode})" if self.process.poll() is not None else ""
+        return f"{ended}; server stderr: {text}" if text or ended else ""
 
     def notify(self, method: str, params: Any) -> None:
         self._send({"method": method, "params": params})
@@ -148,7 +160,7 @@ class LanguageServer:
         once the schema has loaded)."""
         with self._published:
             if not self._published.wait_for(lambda: uri in self.diagnostics, timeout=self.timeout):
-                raise TimeoutError(f"no diagnostics for {uri} within {self.timeout} s")
+                raise TimeoutError(f"no diagnostics for {uri} within {self.timeout} s{self.server_output()}")
             return self.diagnostics.pop(uri)[-1]
 
     def completion(self, uri: str, line: int, character: int) -> list[dict[str, Any]]:
@@ -177,6 +189,7 @@ class LanguageServer:
             if self.process.poll() is None:
                 self.process.kill()
                 self.process.wait(timeout=5)
+            self._stderr.close()
 
     def __enter__(self) -> "LanguageServer":
         return self
