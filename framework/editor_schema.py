@@ -53,7 +53,7 @@ def _editor_ref(ref: str) -> str:
 
 def editor_view(schema: Any) -> Any:
     """A schema with every value position accepting a reference and every `$ref` pointing at the
-    editor's definitions. `required` lists are kept (see `partial`)."""
+    editor's definitions. `required` lists are kept (components drop theirs: `_partial_component`)."""
     if isinstance(schema, list):
         return [editor_view(item) for item in schema]
     if not isinstance(schema, dict):
@@ -167,11 +167,10 @@ def add_editor_view(schema: dict[str, Any], sections: dict[str, tuple[str, bool]
             editor[f"editor.{name}"] = _partial_component(name, definition, described)
         else:  # a pydantic section: kept as it is, references allowed
             editor[f"editor.{name}"] = editor_view(definition)
-    for kind in {kind for kind, _ in sections.values()}:
+    for kind in dict.fromkeys(kind for kind, _ in sections.values()):  # in order: the file is stable
         editor[f"editor.complete.node.{kind}"] = _complete_node(kind, defs, kinds[kind])
     defs.update(editor)
-    root_properties = {k: v for k, v in schema["properties"].items()}
-    schema["properties"] = editor_view({"properties": root_properties})["properties"]
+    schema["properties"] = editor_view({"properties": schema["properties"]})["properties"]
     complete: dict[str, Any] = {}
     for field, (kind, many) in sections.items():
         rule = {"$ref": f"#/$defs/editor.complete.node.{kind}"}
