@@ -165,8 +165,10 @@ def _print_result(result: Any) -> None:
 
 
 def _base_only(spec: str, loaded: Any) -> None:
-    """`exp run` on a spec with a `sweep:` runs the spec as written, not its trials: say so."""
-    if isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
+    """`exp run` on a spec with a `sweep:` runs the spec as written, not its trials: say so (not
+    in a trial that `exp sweep` runs as `exp run SPEC <trial's overrides>`, a child run)."""
+    trial = os.environ.get("EXPSPEC_PARENT_RUN_ID")
+    if not trial and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
         print(f"note: {spec} has a sweep; exp run runs its base spec only (the values written, no trial). "
               f"To run the trials: exp sweep {spec}", file=sys.stderr)
 

@@ -211,12 +211,17 @@ def test_validate_and_list_as_json(tmp_path: Path, capsys: pytest.CaptureFixture
     assert {"name": "adamw", "target": "components.optim.optimizers:AdamW", "origin": "components"} in listed[0]["components"]
 
 
-def test_run_of_a_sweep_spec_says_it_runs_the_base_spec_only(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_of_a_sweep_spec_says_it_runs_the_base_spec_only(capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     from framework.cli import _base_only, check_spec
 
     spec = "specs/cvm_fairness/sweep_lambda.yaml"
+    monkeypatch.delenv("EXPSPEC_PARENT_RUN_ID", raising=False)
     _base_only(spec, check_spec(ROOT / spec, []))
     assert capsys.readouterr().err == (f"note: {spec} has a sweep; exp run runs its base spec only (the values "
                                        f"written, no trial). To run the trials: exp sweep {spec}\n")
     _base_only("tiny.yaml", check_spec(ROOT / "specs/cvm_fairness/tiny.yaml", []))
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("EXPSPEC_PARENT_RUN_ID", "0123")  # a trial of `exp sweep` is not told
+    _base_only(spec, check_spec(ROOT / spec, []))
     assert capsys.readouterr().err == ""
