@@ -51,24 +51,44 @@ def _validate_claims(path: Path) -> None:
 
 
 def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, trials: bool = False,
-               cache: Any = None) -> None:
+               cache: Any = None) -> Any:
     """Validate a spec (with overrides; every sweep trial too with `trials`, in one pass: see
     `framework.plan.SweepChecker`) against the committed schema: no torch import, so `exp run`
     and `exp sweep` answer a mistake in well under a second instead of after the seconds torch
     takes to import (a component missing from the committed schema is read live, importing it).
     `cache`: a `framework.validate.ValidationCache` shared by the specs of one command, so a node
-    that several specs write alike is checked once. Raises SpecError."""
+    that several specs write alike is checked once. Returns the loaded spec; raises SpecError."""
     from framework.loader import load_spec
     from framework.plan import SweepChecker, validate_plan
     from framework.schema import CommittedSchemas
 
     schemas = schemas or CommittedSchemas(live_fallback=True)
-    loaded = load_spec(path, overrides)
+    unresolved: list[Problem] = []  # a broken reference does not hide the spec's other problems
+    loaded = load_spec(path, overrides, unresolved)
+    if unresolved:
+        raise SpecError(_with_other_problems(unresolved, loaded, schemas))
     validate_plan(loaded, schemas, cache)
     if trials and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
         problems = SweepChecker(path, overrides, schemas, cache).check()  # every trial of a sweep is a spec too
         if problems:
             raise SpecError(problems)
+    return loaded
+
+
+def _with_other_problems(unresolved: list[Problem], loaded: Any, schemas: Any) -> list[Problem]:
+    """The reference problems and every other problem of the spec, except those at or under a
+    key whose reference is unresolved (its value is still the `${...}` text), in file order."""
+    from framework.plan import validate_plan
+    from framework.validate import problem_order
+
+    try:
+        validate_plan(loaded, schemas)
+        others: list[Problem] = []
+    except SpecError as error:
+        others = error.problems
+    broken = [p.path for p in unresolved]
+    others = [p for p in others if not any(p.path[:len(b)] == b for b in broken)]
+    return sorted([*unresolved, *others], key=problem_order)
 
 
 # `exp validate` checks this many files or more in forked processes, one contiguous share per core
@@ -129,14 +149,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not files:
         print(f"error: no spec files found in {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_SPEC
-    failed = 0
+    failed, report = 0, []
+    as_json = args.format == "json"
     for path, error in zip(files, check_files(files)):
+        problems = error.problems if error is not None else []
         if error is not None:
             failed += 1
-            print(error, file=sys.stderr)
-        elif not args.quiet:
+            if not as_json:
+                print(error, file=sys.stderr)
+        if as_json:
+            report.append({"file": str(path), "valid": not problems, "problems": [p.to_json() for p in problems]})
+        elif not problems and not args.quiet:
             print(f"ok  {path}")
-    print(f"{len(files) - failed} of {len(files)} spec(s) valid", file=sys.stderr if failed else sys.stdout)
+    if as_json:
+        import json
+
+        print(json.dumps({"valid": len(files) - failed, "total": len(files), "files": report}, indent=1))
+    else:
+        print(f"{len(files) - failed} of {len(files)} spec(s) valid", file=sys.stderr if failed else sys.stdout)
     return EXIT_SPEC if failed else 0
 
 
@@ -151,6 +181,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         if i:
             print("---")
         stage = f", stage '{unit.stage}'" if unit.stage else ""
+        if args.sources:  # where each value comes from (framework/provenance.py)
+            from framework.provenance import sources_table
+
+            print(f"# operative spec of {args.spec}{stage}: each value and where it comes from")
+            print("\n".join(sources_table(unit.loaded, unit.operative)))
+            continue
         print(f"# operative spec of {args.spec}{stage}")
         print(yaml.safe_dump(unit.operative, sort_keys=False, default_flow_style=None, width=100), end="")
     trials = expand_sweep(loaded)
@@ -170,8 +206,17 @@ def _print_result(result: Any) -> None:
         Path(target).write_text(json.dumps(result.to_json()))
 
 
+def _base_only(spec: str, loaded: Any) -> None:
+    """`exp run` on a spec with a `sweep:` runs the spec as written, not its trials: say so (not
+    in a trial that `exp sweep` runs as `exp run SPEC <trial's overrides>`, a child run)."""
+    trial = os.environ.get("EXPSPEC_PARENT_RUN_ID")
+    if not trial and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
+        print(f"note: {spec} has a sweep; exp run runs its base spec only (the values written, no trial). "
+              f"To run the trials: exp sweep {spec}", file=sys.stderr)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    check_spec(args.spec, args.overrides)  # before torch is imported
+    _base_only(args.spec, check_spec(args.spec, args.overrides))  # before torch is imported
     from framework.runner import run
 
     _print_result(run(args.spec, args.overrides))
@@ -224,6 +269,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     import registry
 
     kinds = [_kind(args.kind)] if args.kind else list(registry.KINDS)
+    if args.format == "json":
+        import json
+
+        print(json.dumps([{"kind": kind, "noun": registry.KINDS[kind].noun, "contract": registry.KINDS[kind].contract,
+                           "components": [{"name": name, "target": registry.KINDS[kind].target(name),
+                                           "origin": registry.KINDS[kind].origin_of(name)}
+                                          for name in registry.KINDS[kind].names()]}
+                          for kind in kinds], indent=1))
+        return 0
     for kind in kinds:
         reg = registry.KINDS[kind]
         print(f"{kind}:  ({reg.contract})" if args.kind and reg.contract else f"{kind}:")
@@ -263,19 +317,42 @@ def cmd_explain(args: argparse.Namespace) -> int:
         schema = None
         if reg.in_specs:
             schema = committed.defs.get(f"{kind}.{name}") or LiveSchemas().component(kind, name)
-            _print_arguments(schema)
+            _print_arguments(schema, _descriptions(committed, kind, name))
         doc = source.doc if source and source.doc else (schema or {}).get("description", "")
-        if doc:
-            print("\n" + "\n".join(f"  {line}" for line in doc.splitlines()))
+        print("\n" + "\n".join(f"  {line}" for line in _shown_doc(reg.target(name), doc).splitlines()))
         for base, names in (schema or {}).get("x-inherited", {}).items():  # taken through **kwargs
             base_source = locate(base)
             print(f"\n  {', '.join(names)}: from {base} (**kwargs)")
-            print("\n".join(f"  {line}" for line in (base_source.doc if base_source else "").splitlines()))
+            print("\n".join(f"  {line}" for line in _shown_doc(base, base_source.doc if base_source else "").splitlines()))
         print()
     return 0
 
 
-def _print_arguments(schema: dict) -> None:
+def _shown_doc(target: str, doc: str) -> str:
+    """What `exp explain` shows of a docstring: ours without its `Args:` section (each argument
+    is described in the list above); a third party's summary only (torch's and Lightning's run to
+    pages of maths and notes), with where to read the rest."""
+    from framework.sources import summary, without_arguments
+
+    if target.startswith("components."):
+        return without_arguments(doc)
+    return f"{summary(doc)}\n(the full docstring: the source file above)" if doc else ""
+
+
+def _descriptions(committed: Any, kind: str, name: str) -> dict[str, str]:
+    """argument -> its description, from the editor's view of the committed schema (a plugin's
+    component, missing there, from its live docstrings)."""
+    from framework.schema import argument_descriptions
+
+    editor = committed.defs.get(f"editor.{kind}.{name}")
+    if editor is None:
+        return argument_descriptions(kind, name)
+    return {k: p["description"] for k, p in editor["properties"].items() if k != "type" and p.get("description")}
+
+
+def _print_arguments(schema: dict, descriptions: dict[str, str]) -> None:
+    import textwrap
+
     from framework.validate import describe
 
     print("  arguments:")
@@ -284,6 +361,8 @@ def _print_arguments(schema: dict) -> None:
             continue
         need = "required" if key in schema["required"] else f"default {prop.get('default', '<none>')!r}"
         print(f"    {key:26s} {describe({k: v for k, v in prop.items() if k != 'default'})}  [{need}]")
+        if descriptions.get(key):
+            print(textwrap.fill(descriptions[key], width=100, initial_indent=" " * 6, subsequent_indent=" " * 6))
     if schema.get("additionalProperties"):
         print("    (any other keyword: a **kwargs that cannot be followed into a base class)")
 
@@ -348,13 +427,21 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check specs without importing torch")
     v.add_argument("paths", nargs="+")
     v.add_argument("-q", "--quiet", action="store_true", help="print only problems and the summary")
+    v.add_argument("--format", choices=("text", "json"), default="text",
+                   help="json: one document on stdout, every file with its problems (file, line, column, "
+                        "key path, message, suggestions), for editors, CI and agents")
     v.set_defaults(func=cmd_validate)
     s = sub.add_parser("show", help="print the operative spec")
     s.add_argument("spec")
     s.add_argument("overrides", nargs="*", metavar="key.path=value")
+    s.add_argument("--sources", action="store_true",
+                   help="each value with where it comes from: file:line (the spec or a file it extends), "
+                        "an override, a sweep axis, or a default")
     s.set_defaults(func=cmd_show)
     ls = sub.add_parser("list", help="list registered components")
     ls.add_argument("kind", nargs="?")
+    ls.add_argument("--format", choices=("text", "json"), default="text",
+                    help="json: kinds with their contract, each component with its target and origin")
     ls.set_defaults(func=cmd_list)
     e = sub.add_parser("explain", help="show a component's arguments, docstring and file:line")
     e.add_argument("name", help="NAME or KIND.NAME")

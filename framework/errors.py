@@ -3,9 +3,12 @@ is valid; raised once as a `SpecError`."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 Path = tuple[str | int, ...]
+_SUGGESTION = re.compile(r"Did you mean '([^']*)'\?")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,15 @@ class Problem:
         where = f"{self.mark}: " if self.mark else ""
         key = f"{format_path(self.path)}: " if self.path else ""
         return f"{where}{key}{self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The problem as `exp validate --format json` writes it: file (or the override), line and
+        column (1-based; null for an override or a whole file), key path (as a string and as a
+        list), message, and suggestions (the names a "Did you mean" of the message offers)."""
+        mark = self.mark or Mark("")
+        return {"file": mark.source, "line": mark.line, "column": mark.column, "key": format_path(self.path)
+                if self.path else "", "path": list(self.path), "message": self.message,
+                "suggestions": _SUGGESTION.findall(self.message)}
 
 
 class SpecError(ValueError):

@@ -304,12 +304,65 @@ def _text_problem(text: str, source: str) -> Problem | None:
     return Problem(Mark(source, line, column), (), message)
 
 
-def _invalid_yaml(error: yaml.MarkedYAMLError, source: str) -> Problem:
+def _invalid_yaml(error: yaml.MarkedYAMLError, source: str, text: str = "") -> Problem:
     mark = error.problem_mark or error.context_mark
     where = Mark(source, mark.line + 1, mark.column + 1) if mark else Mark(source)
     if "maximum nesting depth" in str(error.problem):  # libyaml >= 0.2.5 has a nesting limit of its own
         return Problem(where, (), _TOO_DEEP)
-    return Problem(where, (), f"invalid YAML: {error.problem or error.context}")
+    return Problem(where, (), f"invalid YAML: {_syntax_words(error, text)}")
+
+
+_OPENERS = {"flow mapping": ("{", "}", "mapping", "{seed: '${seed}'}"), "flow sequence": ("[", "]", "list", "['${seed}']")}
+
+
+def _syntax_words(error: yaml.MarkedYAMLError, text: str) -> str:
+    """libyaml's complaint in plain words, with the usual cause as a hint: a tab, an unquoted
+    `${...}` in a `{...}` flow mapping, an unclosed bracket or quote, a missing colon, a line
+    indented out of line, a value holding ': '. libyaml's own words where none applies."""
+    problem, context = error.problem or "", error.context or ""
+    lines = text.splitlines()
+    at, start = error.problem_mark, error.context_mark
+    line = lines[at.line] if at and at.line < len(lines) else ""
+    if "\t" in line[: (at.column if at else 0) + 1] and "cannot start any token" in problem:
+        return "a tab character: YAML indents with spaces only; replace the tab with spaces"
+    flow = next((words for name, words in _OPENERS.items() if name in context), None)
+    if flow and start and at:
+        opener, closer, noun, example = flow
+        span = "\n".join(lines[start.line: at.line + 1])
+        opened = f"the '{opener}' at line {start.line + 1}, column {start.column + 1}"
+        if "${" in span:
+            return (f"a ${{...}} reference inside a {opener}...{closer} flow {noun} must be quoted "
+                    f"(YAML reads '{{' as the start of a mapping): write it in quotes, as in {example}")
+        return f"{opened} is not closed by '{closer}', or a comma is missing between two items"
+    if "quoted scalar" in context and start:
+        return f"the quoted string that starts at line {start.line + 1}, column {start.column + 1} is never closed"
+    above = _line_above(lines, at.line) if at else None
+    if problem == "mapping values are not allowed in this context" and at:
+        if above and ":" not in lines[above - 1] and not lines[above - 1].lstrip().startswith("-"):
+            return f"line {above} has no ':' after its key (write 'key: value'), so this line continues it"
+        if above and _indent(line) > _indent(lines[above - 1]):
+            return (f"this line is indented more than line {above} above it; the keys of one mapping start "
+                    "in the same column")
+        return "a value holds ': ' (a colon and a space); quote the value, as in title: 'a: b'"
+    if re.search(r"'[^']*'[^\s,\]}#]", line):
+        return "a quote inside a '...' string is written twice ('it''s'), or use double quotes (\"it's\")"
+    if problem in ("did not find expected key", "did not find expected '-' indicator") or \
+            problem.startswith("expected <block end>"):
+        return (f"line {at.line + 1 if at else '?'} is not in line with the lines above it: the keys of one "
+                "mapping start in the same column, and so do the '-' of one list's items")
+    return problem or context
+
+
+def _line_above(lines: list[str], index: int) -> int | None:
+    """The 1-based number of the nearest line above `index` (0-based) that holds more than a comment."""
+    for i in range(min(index, len(lines)) - 1, -1, -1):
+        if lines[i].strip() and not lines[i].lstrip().startswith("#"):
+            return i + 1
+    return None
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
 
 
 def _depth_problem(text: str, source: str) -> Problem | None:
@@ -328,7 +381,7 @@ def _depth_problem(text: str, source: str) -> Problem | None:
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1
     except yaml.MarkedYAMLError as error:
-        return _invalid_yaml(error, source)
+        return _invalid_yaml(error, source, text)
     finally:
         loader.dispose()
     return None
@@ -348,7 +401,7 @@ def parse_yaml(text: str, source: str) -> Loaded:
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as error:
-        raise SpecError([_invalid_yaml(error, source)]) from None
+        raise SpecError([_invalid_yaml(error, source, text)]) from None
     finally:
         loader.dispose()
     if node is not None:
@@ -637,6 +690,17 @@ def _lookup(data: Any, dotted: str) -> Any:
     return node
 
 
+def _operative_value(data: Any, ref: str) -> Any:
+    """A key the spec does not write: its default in the operative spec (`framework.defaults`),
+    else a ValueError that says what is there."""
+    from framework.defaults import NotFound, operative_value
+
+    try:
+        return operative_value(data, ref.split("."))
+    except NotFound as error:
+        raise ValueError(f"reference '${{{ref}}}' not found: {error.message}") from None
+
+
 def reference_targets(text: str) -> list[str]:
     """The key paths a string refers to: `'${a.b}/${c}'` -> `['a.b', 'c']`."""
     return [ref.strip() for ref in _REFERENCE.findall(text)]
@@ -687,9 +751,8 @@ class _References:
             raise self.stop(path, f"a chain of more than {MAX_DEPTH} references ('${{a}}' -> '${{b}}' -> ...)")
         try:
             found = _lookup(self.loaded.data, ref)
-        except KeyError as error:
-            part, hint = error.args
-            raise ValueError(f"reference '${{{ref}}}' not found: no key '{part}'.{hint}") from None
+        except KeyError:
+            found = _operative_value(self.loaded.data, ref)
         return self.resolve(found, path, (*active, ref), depth)
 
     def format(self, value: str, path: Path, active: tuple[str, ...], depth: int) -> str:
@@ -708,10 +771,12 @@ class _References:
         return _REFERENCE.sub(piece, value)
 
 
-def resolve_references(loaded: Loaded, only: set[str] | None = None) -> None:
+def resolve_references(loaded: Loaded, only: set[str] | None = None, collect: list[Problem] | None = None) -> None:
     """Replace `${a.b}` references in place (see the module docstring). With `only`, just the
     top-level keys named there are resolved (a sweep trial whose overrides reach no reference in
-    the other keys, which are already resolved); lookups still read the whole spec."""
+    the other keys, which are already resolved); lookups still read the whole spec. With
+    `collect`, a reference that cannot be resolved is added to it and left as written, so that
+    validation can report the spec's other problems too (a limit still raises at once)."""
     references = _References(loaded)
     try:
         if only is None:
@@ -721,13 +786,17 @@ def resolve_references(loaded: Loaded, only: set[str] | None = None) -> None:
                            for k, v in loaded.data.items()}
     except _Limit as limit:
         raise SpecError([*references.problems, limit.problem]) from None
-    if references.problems:
+    if references.problems and collect is not None:
+        collect.extend(references.problems)
+    elif references.problems:
         raise SpecError(references.problems)
 
 
-def load_spec(path: str | FsPath, overrides: list[str] | None = None) -> Loaded:
-    """File -> extends merged -> overrides applied -> references resolved."""
+def load_spec(path: str | FsPath, overrides: list[str] | None = None,
+              reference_problems: list[Problem] | None = None) -> Loaded:
+    """File -> extends merged -> overrides applied -> references resolved (`reference_problems`:
+    see `resolve_references`' `collect`)."""
     loaded = load_file(path)
     apply_overrides(loaded, list(overrides or []))
-    resolve_references(loaded)
+    resolve_references(loaded, collect=reference_problems)
     return loaded

@@ -279,6 +279,9 @@ def component_schema(kind: str, name: str) -> dict[str, Any]:
         "required": required,
         "additionalProperties": built.open_ended,
     }
+    logged = vars(target).get("LOGGED_METRICS") if inspect.isclass(target) else None
+    if logged:  # the metric keys a task logs (framework.validate checks `monitor:` against them)
+        node["x-logs"] = list(logged)
     # Where the arguments taken through **kwargs are declared (`exp explain` shows their docs).
     inherited = {f"{base.__module__}:{base.__qualname__}": [n for n in names if n in properties]
                  for base, names in built.bases.items()}
@@ -286,6 +289,24 @@ def component_schema(kind: str, name: str) -> dict[str, Any]:
     if inherited:
         node["x-inherited"] = inherited
     return node
+
+
+def argument_descriptions(kind: str, name: str) -> dict[str, str]:
+    """Each argument's description from the `Args:` sections of the target's docstring, its
+    `__init__`'s, and those of the bases its `**kwargs` reach (the nearest declaration wins).
+    They go into the editor's view of the schema (hover), not into the definitions `exp validate`
+    reads (framework.editor_schema)."""
+    from framework.sources import argument_docs
+
+    target = registry.KINDS[kind].load(name)
+    bases = list(constructor(target).bases)
+    owners = [target, *([target.__init__] if inspect.isclass(target) else []), *bases]
+    found: dict[str, str] = {}
+    for owner in owners:
+        for name, text in argument_docs(inspect.getdoc(owner) or "").items():
+            if text:
+                found.setdefault(name, text)
+    return found
 
 
 def node_definition(kind: str, names: list[str], prefix: str = "") -> dict[str, Any]:
@@ -296,7 +317,7 @@ def node_definition(kind: str, names: list[str], prefix: str = "") -> dict[str, 
         "required": ["type"],
         "properties": {"type": {"enum": names}},
         "allOf": [
-            {"if": {"properties": {"type": {"const": n}}}, "then": {"$ref": f"#/$defs/{prefix}{kind}.{n}"}}
+            {"if": {"required": ["type"], "properties": {"type": {"const": n}}}, "then": {"$ref": f"#/$defs/{prefix}{kind}.{n}"}}
             for n in names
         ],
     }
@@ -343,7 +364,8 @@ def build_schema(plugins: bool = False) -> dict[str, Any]:
     """The whole spec schema (imports every registered component). The committed file holds this
     repository's components only (`plugins=False`), so that it does not depend on what a machine
     has installed; `exp schema --plugins -o FILE` writes one for an editor that also knows them."""
-    from framework.spec import Spec
+    from framework.editor_schema import add_editor_view
+    from framework.spec import NODE_SECTIONS, Spec
 
     schema = _replace_placeholders(Spec.model_json_schema())
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -360,6 +382,7 @@ def build_schema(plugins: bool = False) -> dict[str, Any]:
     # A staged spec writes task/data/model per stage: only these are required at the top level.
     schema["required"] = ["name", "paper"]
     defs = schema.setdefault("$defs", {})
+    descriptions: dict[str, dict[str, str]] = {}
     for kind, reg in registry.KINDS.items():
         if not reg.in_specs:
             continue
@@ -367,6 +390,7 @@ def build_schema(plugins: bool = False) -> dict[str, Any]:
         defs[f"node.{kind}"] = node_definition(kind, names)
         for name in names:
             defs[f"{kind}.{name}"] = component_schema(kind, name)
+            descriptions[f"{kind}.{name}"] = argument_descriptions(kind, name)
     # Weighted mappings (`terms:` of weighted_sum) get their own term definitions, so that an
     # editor accepts `weight` inside a term and nowhere else, as `exp validate` does.
     for kind in sorted(_weighted_kinds(defs)):
@@ -374,6 +398,7 @@ def build_schema(plugins: bool = False) -> dict[str, Any]:
         defs[f"term.{kind}"] = node_definition(kind, names, prefix="term.")
         for name in names:
             defs[f"term.{kind}.{name}"] = term_definition(defs[f"{kind}.{name}"])
+    add_editor_view(schema, NODE_SECTIONS, descriptions)
     return schema
 
 

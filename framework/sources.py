@@ -10,6 +10,7 @@ is followed into the module it comes from.
 from __future__ import annotations
 
 import ast
+import re
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,3 +68,60 @@ def locate(target: str, _depth: int = 0) -> Source | None:
             if source:
                 return locate(f"{source}:{original}{'.' + rest if rest else ''}", _depth + 1)
     return None
+
+
+_ARGS_HEADERS = ("Args:", "Arguments:", "Parameters:", "Keyword Args:", "Keyword Arguments:")
+_ARG_ITEM = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:(?:\s+(.*))?$")
+
+
+def summary(doc: str) -> str:
+    """The first paragraph of a docstring, as one line."""
+    return " ".join(doc.strip().split("\n\n", 1)[0].split())
+
+
+def without_arguments(doc: str) -> str:
+    """A docstring less its `Args:` sections (shown per argument instead)."""
+    lines, kept, skipping, outer = doc.expandtabs().splitlines(), [], False, 0
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if skipping and line.strip() and indent <= outer:
+            skipping = False
+        if not skipping and line.strip() in _ARGS_HEADERS:
+            skipping, outer = True, indent
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def argument_docs(doc: str) -> dict[str, str]:
+    """argument name -> its description, from the Google-style `Args:` section of a docstring
+    (`Arguments:`, `Parameters:` and `Keyword Args:` too; `name (type): text` as torch writes it).
+    Each description is the item's first paragraph as one line; what follows a blank line inside
+    an item (a `.. note::` block) is left out."""
+    found: dict[str, str] = {}
+    lines = doc.expandtabs().splitlines()
+    i = 0
+    while i < len(lines):
+        header = lines[i]
+        i += 1
+        if header.strip() not in _ARGS_HEADERS:
+            continue
+        outer = len(header) - len(header.lstrip())
+        item_indent, name, paragraph_ended = None, None, False
+        while i < len(lines):
+            line = lines[i]
+            indent = len(line) - len(line.lstrip())
+            if line.strip() and indent <= outer:
+                break  # the section ended
+            i += 1
+            if not line.strip():
+                paragraph_ended = name is not None
+                continue
+            item_indent = indent if item_indent is None else item_indent
+            match = _ARG_ITEM.match(line.strip()) if indent == item_indent else None
+            if match:
+                name, paragraph_ended = match.group(1), False
+                found[name] = (match.group(2) or "").strip()
+            elif name is not None and not paragraph_ended:
+                found[name] = f"{found[name]} {line.strip()}".strip()
+    return found

@@ -28,6 +28,7 @@ one entry to `OLD_SPELLINGS`.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import pathlib
@@ -199,6 +200,11 @@ def _close(word: str, options: list[str]) -> str | None:
 
 
 def _unknown_key(owner: str, key: str, valid: list[str], what: str = "key") -> str:
+    if "." in key.strip("."):  # `loss.terms.cvm.weight: 3`: an override's spelling, written in a file
+        parts = key.split(".")
+        nested = "".join(f"{part}: {{" for part in parts[:-1]) + f"{parts[-1]}: ..." + "}" * (len(parts) - 1)
+        return (f"{owner} has no {what} '{key}': keys in a file are not dotted (a dotted key path is how "
+                f"overrides and sweep axes spell it); nest them: {nested}")
     match = _close(key, valid)
     if match:
         return f"{owner} has no {what} '{key}'. Did you mean '{match}'?"
@@ -429,6 +435,30 @@ class _Checker:
             self.problem(path, f"expected a number >= 0, got {_got(weight)}{_hint(weight, TERM_WEIGHT)}")
         elif not (math.isfinite(weight) and weight >= 0):
             self.problem(path, f"must be a finite number >= 0, got {_got(weight)}")
+
+    # -- monitored metrics --------------------------------------------------------------------------
+
+    def monitors(self, nodes: dict[str, Any]) -> None:
+        """A callback's `monitor` names a metric key the task logs, when the task declares them
+        (`x-logs`; a task that does not is not checked)."""
+        task = nodes.get("task")
+        try:
+            templates = self.schemas.component("tasks", task["type"]).get("x-logs") if isinstance(task, dict) else None
+        except (LookupError, registry.UnknownComponent):
+            return
+        if not templates:
+            return
+        logged = None
+        for i, callback in enumerate(nodes.get("callbacks") or []):
+            monitor = callback.get("monitor") if isinstance(callback, dict) else None
+            if not isinstance(monitor, str):
+                continue
+            logged = logged or logged_metrics(templates, nodes)
+            if monitor not in logged:
+                hint = registry.did_you_mean(monitor, logged)
+                self.problem(("callbacks", i, "monitor"),
+                             f"{callback['type']} monitors '{monitor}', which this spec never logs.{hint} "
+                             f"It logs: {', '.join(logged)}")
 
     # -- files ------------------------------------------------------------------------------------
 
@@ -749,12 +779,30 @@ def validate(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = N
             nodes[field] = [check(item, kind, (field, i)) for i, item in enumerate(value)]
         else:
             nodes[field] = check(value, kind, (field,))
+    if not checker.problems:
+        checker.monitors(nodes)
     if checker.problems or dumped is None:
-        raise SpecError(sorted(checker.problems, key=_order))
+        raise SpecError(sorted(checker.problems, key=problem_order))
     return {**dumped, **nodes}
 
 
-def _order(problem: Problem) -> tuple[int, str, int, int]:
+def logged_metrics(templates: list[str], nodes: dict[str, Any]) -> list[str]:
+    """The metric keys a task logs for these nodes, from its `x-logs` templates ({stage},
+    {metric}, {term}: see components/tasks/supervised.py)."""
+    metrics = [m["type"] for m in nodes.get("metrics") or [] if isinstance(m, dict)]
+    terms = (nodes.get("loss") or {}).get("terms")
+    values = {"stage": ["train", "val", "test"], "metric": metrics, "term": list(terms) if isinstance(terms, dict) else []}
+    keys: list[str] = []
+    for template in templates:
+        fields = [f for f in values if "{" + f + "}" in template]
+        for combination in itertools.product(*(values[f] for f in fields)):
+            key = template.format(**dict(zip(fields, combination)))
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+def problem_order(problem: Problem) -> tuple[int, str, int, int]:
     """File problems by file, line, column; override problems after them, in spec order (stable)."""
     mark = problem.mark
     if mark is None or mark.line is None:

@@ -181,6 +181,12 @@ class Classification(Supervised):
     """Classification: the model's `out_features` must equal the data's number of classes (or be 1
     for two classes with a single-logit loss such as `bce`)."""
 
+    # Every metric key this task logs (the module docstring), for `exp validate` to check a
+    # callback's `monitor` without importing torch: {stage} is train, val or test, {metric} each
+    # metric's type, {term} each named term of the loss. Declared by each class for itself (read
+    # from the class, not inherited: a subclass may log more).
+    LOGGED_METRICS = ("{stage}/loss", "{stage}/loss.{term}", "{stage}/{metric}", "train/{metric}_step")
+
     @staticmethod
     def check_data(info: dict[str, int], model_args: dict[str, Any]) -> list[tuple[str, str]]:
         classes, out = info.get("num_classes"), model_args.get("out_features")

@@ -125,3 +125,15 @@ def test_per_step_logging_when_chosen():
 def test_log_train_metrics_is_checked():
     with pytest.raises(ValueError, match="log_train_metrics must be 'interval' or 'step', got 'often'"):
         Classification(MLP(8, 2, (8,)), CrossEntropy(), torch.optim.SGD, log_train_metrics="often")
+
+
+def test_declared_logged_metrics_are_what_the_task_logs() -> None:
+    """`Classification.LOGGED_METRICS` (what `exp validate` checks a callback's `monitor` against,
+    without torch) names exactly the keys a fit and test log."""
+    from framework.validate import logged_metrics
+
+    task, data, trainer, recorder, _ = fit("step", log_every=1, epochs=1)
+    trainer.test(task, datamodule=data, verbose=False)
+    logged = {key for _, metrics in recorder.rows for key in metrics if key != "epoch"}
+    declared = logged_metrics(list(Classification.LOGGED_METRICS), {"metrics": [{"type": "accuracy"}]})
+    assert logged == set(declared)

@@ -63,7 +63,7 @@ def test_explain_shows_arguments_taken_through_kwargs(capsys: pytest.CaptureFixt
     assert "    split_seed                 an integer  [default 0]" in out
     assert "    val_fraction               a number >= 0 and < 1  [default 0.1]" in out
     assert "  split_seed, standardize, num_workers: from components.data.base:ArrayDataModule (**kwargs)" in out
-    assert "      num_workers: DataLoader worker processes" in out  # the base's docstring
+    assert "    num_workers                an integer >= 0  [default 0]\n      DataLoader worker processes" in out  # from the base's docstring
     assert main(["explain", "fvu"]) == 0
     assert "(any other keyword: a **kwargs that cannot be followed into a base class)" in capsys.readouterr().out
 
@@ -181,3 +181,75 @@ def test_validate_in_forked_shares_reports_what_one_process_does(tmp_path: Path,
     assert contexts == ["fork"]  # the shares ran in a pool of forked processes
     assert main(["validate", "-q", str(tmp_path)]) == 2
     assert f"{len(files) - 1} of {len(files)} spec(s) valid" in capsys.readouterr().err
+
+
+def test_explain_shows_a_third_party_summary_and_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    """Lightning's and torch's docstrings run to pages: their summary, and each argument's own line."""
+    assert main(["explain", "early_stopping"]) == 0
+    out = capsys.readouterr().out
+    assert "    monitor                    a string  [required]\n      quantity to be monitored.\n" in out
+    assert "\n  Monitor a metric and stop training when it stops improving.\n  (the full docstring: the source file above)\n" in out
+    assert ".. note::" not in out and "Example::" not in out and "Args:" not in out
+    assert main(["explain", "mlp"]) == 0
+    out = capsys.readouterr().out  # ours: the whole docstring, its arguments listed once
+    assert "      Width of the input rows (N, in_features).\n" in out and "Args:" not in out
+    assert "The output is always (N, out_features)" in out
+
+
+def test_show_sources_names_where_each_value_comes_from(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = "specs/cvm_fairness/sweep_lambda.yaml"
+    assert main(["show", str(ROOT / spec), "optimizer.lr=0.01", "--sources"]) == 0
+    rows = {line.split()[0]: line.split(None, 2)[2] for line in capsys.readouterr().out.splitlines()
+            if not line.startswith("#")}
+    assert rows["name"].endswith("specs/cvm_fairness/sweep_lambda.yaml:6:7")  # the spec itself
+    assert rows["model.hidden"].endswith("specs/cvm_fairness/tiny.yaml:18:11")  # the file it extends
+    assert rows["optimizer.lr"] == "override 'optimizer.lr=0.01'"
+    assert rows["model.dropout"] == rows["trainer.log_every_n_steps"] == "default"
+    assert rows["loss.terms.cvm.weight"].endswith(
+        "specs/cvm_fairness/tiny.yaml:25:41; swept by sweep.grid at specs/cvm_fairness/sweep_lambda.yaml:9:5 (6 values)")
+
+
+def test_show_sources_follows_a_reference_to_a_whole_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from framework.loader import load_spec
+    from framework.provenance import source_of
+
+    (tmp_path / "s.yaml").write_text("a: {x: 1, y: [1, 2]}\nb: ${a}\nc: {x: 2}\n")
+    loaded = load_spec(tmp_path / "s.yaml")
+    assert source_of(loaded, ("b", "x")) == f"{tmp_path / 's.yaml'}:2:4 (through a reference)"
+    assert source_of(loaded, ("a", "x")) == f"{tmp_path / 's.yaml'}:1:8"
+    assert source_of(loaded, ("c", "z")) == "default"
+
+
+def test_validate_and_list_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\npaper: p\ntask: {type: classification}\nmodel: {type: mlp, in_features: 2, "
+                   "out_features: 2, hiden: [3]}\n")
+    assert main(["validate", "--format", "json", str(bad), str(ROOT / "specs/cvm_fairness/tiny.yaml")]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["valid"] == 1 and report["total"] == 2
+    assert report["files"][1] == {"file": str(ROOT / "specs/cvm_fairness/tiny.yaml"), "valid": True, "problems": []}
+    assert report["files"][0]["problems"] == [{
+        "file": str(bad), "line": 4, "column": 53, "key": "model.hiden", "path": ["model", "hiden"],
+        "message": "mlp has no argument 'hiden'. Did you mean 'hidden'?", "suggestions": ["hidden"]}]
+    assert main(["list", "optimizers", "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [k["kind"] for k in listed] == ["optimizers"]
+    assert {"name": "adamw", "target": "components.optim.optimizers:AdamW", "origin": "components"} in listed[0]["components"]
+
+
+def test_run_of_a_sweep_spec_says_it_runs_the_base_spec_only(capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from framework.cli import _base_only, check_spec
+
+    spec = "specs/cvm_fairness/sweep_lambda.yaml"
+    monkeypatch.delenv("EXPSPEC_PARENT_RUN_ID", raising=False)
+    _base_only(spec, check_spec(ROOT / spec, []))
+    assert capsys.readouterr().err == (f"note: {spec} has a sweep; exp run runs its base spec only (the values "
+                                       f"written, no trial). To run the trials: exp sweep {spec}\n")
+    _base_only("tiny.yaml", check_spec(ROOT / "specs/cvm_fairness/tiny.yaml", []))
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("EXPSPEC_PARENT_RUN_ID", "0123")  # a trial of `exp sweep` is not told
+    _base_only(spec, check_spec(ROOT / spec, []))
+    assert capsys.readouterr().err == ""

@@ -51,12 +51,45 @@ def test_marks_are_one_based_key_and_value() -> None:
         ("a: !!python/object:os.system x\n", f"x.yaml:1:4: a: tag '!!python/object:os.system' {ALLOWED}"),
         ("a: !!python/name:os.system {}\n", f"x.yaml:1:4: a: tag '!!python/name:os.system' {ALLOWED}"),
         ("base: &b {x: 1}\nc:\n  <<: *b\n", "x.yaml:3:3: c: YAML merge keys ('<<') are not supported; use 'extends:'"),
-        ("a: [1, 2\n", "x.yaml:2:1: invalid YAML: did not find expected ',' or ']'"),
+        ("a: [1, 2\n", "x.yaml:2:1: invalid YAML: the '[' at line 1, column 4 is not closed by ']', or a comma is "
+                      "missing between two items"),
         ("1: x\n", "x.yaml:1:1: keys must be strings, got int 1"),
     ],
     ids=["duplicate key", "python tag", "python tag on mapping", "merge key", "syntax", "int key"],
 )
 def test_parse_errors(text: str, message: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_yaml(text, "x.yaml")
+    assert [str(p) for p in info.value.problems] == [message]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a:\n\tb: 1\n", "x.yaml:2:1: invalid YAML: a tab character: YAML indents with spaces only; replace the tab "
+                         "with spaces"),
+        ("a: {b: ${seed}}\n", "x.yaml:1:9: invalid YAML: a ${...} reference inside a {...} flow mapping must be "
+                              "quoted (YAML reads '{' as the start of a mapping): write it in quotes, as in "
+                              "{seed: '${seed}'}"),
+        ("a: [1, ${seed}]\n", "x.yaml:1:9: invalid YAML: a ${...} reference inside a [...] flow list must be quoted "
+                              "(YAML reads '{' as the start of a mapping): write it in quotes, as in ['${seed}']"),
+        ("a:\n  b 1\n  c: 2\n", "x.yaml:3:4: invalid YAML: line 2 has no ':' after its key (write 'key: value'), "
+                               "so this line continues it"),
+        ("a:\n  b: 1\n   c: 2\n", "x.yaml:3:5: invalid YAML: this line is indented more than line 2 above it; the "
+                                 "keys of one mapping start in the same column"),
+        ("a:\n  b: 1\n c: 2\n", "x.yaml:3:2: invalid YAML: line 3 is not in line with the lines above it: the keys of "
+                               "one mapping start in the same column, and so do the '-' of one list's items"),
+        ("title: a: b\n", "x.yaml:1:9: invalid YAML: a value holds ': ' (a colon and a space); quote the value, as "
+                          "in title: 'a: b'"),
+        ("a: \"x\nb: 1\n", "x.yaml:3:1: invalid YAML: the quoted string that starts at line 1, column 4 is never "
+                          "closed"),
+        ("a: 'it's'\n", "x.yaml:1:8: invalid YAML: a quote inside a '...' string is written twice ('it''s'), or use "
+                        "double quotes (\"it's\")"),
+    ],
+    ids=["tab", "reference in flow mapping", "reference in flow list", "missing colon", "indented more",
+         "indented out of line", "colon in value", "unclosed quote", "quote in quotes"],
+)
+def test_yaml_syntax_errors_in_plain_words(text: str, message: str) -> None:
     with pytest.raises(SpecError) as info:
         parse_yaml(text, "x.yaml")
     assert [str(p) for p in info.value.problems] == [message]
@@ -164,6 +197,19 @@ def test_references_typed_and_formatted(tmp_path: Path) -> None:
     }
 
 
+def test_references_see_the_operative_spec_defaults_included(tmp_path: Path) -> None:
+    """The README's `${data.n_features}`: a key the spec does not write is its default (of the
+    data module its `type` names, of a section, nested nodes included)."""
+    _files(tmp_path, {"s.yaml": "data: {type: synthetic_fair_tabular}\n"
+                                "model: {type: mlp, in_features: '${data.n_features}', hidden: ['${model.activation}']}\n"
+                                "seed: '${trainer.max_steps}'\nname: 'h${hardware.devices}'\n"
+                                "loss: {type: weighted_sum, terms: {cvm: {type: cvm_dependence}}}\n"
+                                "tag: '${loss.terms.cvm.regularization}'\n"})
+    data = load_spec(tmp_path / "s.yaml").data
+    assert data["model"] == {"type": "mlp", "in_features": 6, "hidden": ["relu"]} and data["seed"] == -1 and data["name"] == "h1"
+    assert data["tag"] == 0.02
+
+
 def test_references_see_overrides(tmp_path: Path) -> None:
     _files(tmp_path, {"s.yaml": "data: {n: 6}\nmodel: {in_features: '${data.n}'}\n"})
     assert load_spec(tmp_path / "s.yaml", ["data.n=9"]).data["model"] == {"in_features": 9}
@@ -173,10 +219,20 @@ def test_references_see_overrides(tmp_path: Path) -> None:
     "text, message",
     [
         ("a: ${b.n_feature}\nb: {n_features: 1}\n",
-         "s.yaml:1:4: a: reference '${b.n_feature}' not found: no key 'n_feature'. Did you mean 'n_features'?"),
+         "s.yaml:1:4: a: reference '${b.n_feature}' not found: 'b' has no key 'n_feature'. Did you mean "
+         "'n_features'? Keys there: n_features."),
         ("a: ${b}\nb: ${a}\n", "s.yaml:1:4: a: reference cycle: b -> a -> b"),
+        ("a: ${model.widht}\nmodel: {type: mlp, in_features: 3}\n",
+         "s.yaml:1:4: a: reference '${model.widht}' not found: 'model' has no key 'widht'. Keys there, defaults "
+         "included: type, in_features, hidden, activation, dropout."),
+        ("a: ${model.hidden}\nmodel: {type: mlq}\n",
+         "s.yaml:1:4: a: reference '${model.hidden}' not found: 'model' has no key 'hidden' (its defaults are not "
+         "known: 'mlq' is not a registered model). Keys there: type."),
+        ("a: ${metrics.2.type}\nmetrics: [{type: accuracy}]\n",
+         "s.yaml:1:4: a: reference '${metrics.2.type}' not found: 'metrics' is a list of 1 item(s); '2' is not one "
+         "of its indices"),
     ],
-    ids=["missing", "cycle"],
+    ids=["missing", "cycle", "missing, defaults listed", "defaults unknown", "list index"],
 )
 def test_reference_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, message: str) -> None:
     monkeypatch.chdir(tmp_path)

@@ -91,11 +91,19 @@ def test_good_spec_gets_every_default(tmp_path: Path, monkeypatch: pytest.Monkey
          "s.yaml:11:15: model.activation: expected one of 'relu', 'gelu', 'tanh', got string 'rleu'. Did you mean 'relu'?"),
         ("model:\n", "model:\n  - x\n",
          "s.yaml:8:3: model: expected a model node (a mapping with 'type: <model>'), got list ['x', {'type': 'mlp'}]"),
+        ("name: t", "name: t\nloss.terms.ce.weight: 3",
+         "s.yaml:2:1: loss.terms.ce.weight: the spec has no key 'loss.terms.ce.weight': keys in a file are not "
+         "dotted (a dotted key path is how overrides and sweep axes spell it); nest them: "
+         "loss: {terms: {ce: {weight: ...}}}"),
+        ("metrics: [{type: accuracy}]", "metrics: [{type: accuracy}]\ncallbacks: [{type: early_stopping, monitor: val_loss}]",
+         "s.yaml:17:45: callbacks.0.monitor: early_stopping monitors 'val_loss', which this spec never logs. Did you "
+         "mean 'val/loss'? It logs: train/loss, val/loss, test/loss, train/loss.ce, val/loss.ce, test/loss.ce, "
+         "train/accuracy, val/accuracy, test/accuracy, train/accuracy_step"),
     ],
     ids=["unknown arg", "misspelled arg", "unknown component", "unknown, no match", "wrong type",
          "quoted number", "missing required", "number for string", "pattern", "section key", "top key",
          "missing section", "bare name", "nested node arg", "runtime arg", "enum section", "enum arg",
-         "not a mapping"],
+         "not a mapping", "dotted key", "monitor never logged"],
 )
 def test_one_located_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str, message: str) -> None:
     text = GOOD.replace(old, new, 1)
@@ -105,6 +113,28 @@ def test_one_located_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ol
     with pytest.raises(SpecError) as info:
         _check(tmp_path, monkeypatch, text)
     assert [str(p) for p in info.value.problems] == [message]
+
+
+@pytest.mark.parametrize("monitor", ["val/loss", "val/loss.ce", "test/accuracy", "train/accuracy_step"])
+def test_monitor_of_a_logged_metric_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, monitor: str) -> None:
+    text = GOOD + f"callbacks: [{{type: checkpoint, monitor: {monitor}}}]\n"
+    assert _check(tmp_path, monkeypatch, text)["callbacks"][0]["monitor"] == monitor
+
+
+def test_a_broken_reference_does_not_hide_other_problems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from framework.cli import check_spec
+
+    monkeypatch.chdir(tmp_path)
+    Path("s.yaml").write_text(GOOD.replace("lr: 1.0e-3", "lr: '${optimizer.learning_rate}'")
+                              .replace("  n_features: 4", "  n_features: 0"))
+    with pytest.raises(SpecError) as info:
+        check_spec("s.yaml", [])
+    assert [str(p) for p in info.value.problems] == [
+        "s.yaml:6:15: data.n_features: must be >= 1, got integer 0",
+        "s.yaml:15:29: optimizer.lr: reference '${optimizer.learning_rate}' not found: 'optimizer' has no key "
+        "'learning_rate'. Keys there, defaults included: type, lr, betas, eps, weight_decay, amsgrad, foreach, "
+        "maximize, capturable, differentiable, fused, decoupled_weight_decay.",
+    ]
 
 
 def test_override_errors_name_the_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
