@@ -17,7 +17,7 @@ The rule (`reduce_precision`):
 - A **layer** is a submodule that directly holds a parameter named `weight` with two or more
   dimensions (Linear, Conv, Embedding; not the 1-D affine weights of norm layers), numbered from 0
   in `named_modules()` order (input side first for sequential models). `layers` picks some by
-  index, Python style (-1 is the last layer); null picks all of them.
+  index; null picks all of them.
 - **decimals: d** rounds each entry to d decimal places, q(w) = round(w * 10^d) / 10^d (entries
   with |w| < 0.5 * 10^-d become 0). **bits: b** quantizes each tensor uniformly and symmetrically
   to the 2^(b-1) - 1 positive levels, their negatives and 0: q(w) = round(w / s) * s with
@@ -110,15 +110,15 @@ def constrainable_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
 
 
 def select_layers(layers: list[tuple[str, nn.Module]], indices: list[int] | None) -> list[tuple[str, nn.Module]]:
-    """The layers at `indices` (Python-style, -1 the last; None: all), each once, in model order."""
+    """The layers at `indices` (None: all), each once, in model order."""
     if indices is None:
         return list(layers)
     n = len(layers)
-    bad = [i for i in indices if not -n <= i < n]
+    bad = [i for i in indices if not 0 <= i < n]
     if bad:
         names = ", ".join(f"{i}: {name or '(root)'}" for i, (name, _) in enumerate(layers))
         raise ValueError(f"layers {bad} out of range: the model has {n} layers ({names})")
-    chosen = sorted({i % n for i in indices})
+    chosen = sorted(set(indices))
     return [layers[i] for i in chosen]
 
 
@@ -158,7 +158,7 @@ class PrecisionReduced(nn.Module):
         decimals: Round to this many decimal places (LPR's precision); exclusive with `bits`.
         bits: Quantize uniformly to this many bits per tensor (>= 2); exclusive with `decimals`.
         layers: Indices of the layers to constrain (module docstring: layers with a weight matrix,
-            in model order; -1 is the last); null: every layer.
+            in model order, from 0); null: every layer.
         biases: Constrain the layers' biases too.
         when: train_and_eval (train under the constraint, the method) or eval_only (post-training
             rounding, an ablation).
@@ -172,7 +172,7 @@ class PrecisionReduced(nn.Module):
         model: Model,
         decimals: NonNegativeInt | None = None,
         bits: Annotated[int, Ge(2)] | None = None,
-        layers: list[int] | None = None,
+        layers: list[NonNegativeInt] | None = None,
         biases: bool = True,
         when: When = "train_and_eval",
     ) -> None:

@@ -54,7 +54,7 @@ def test_layers_by_index_leave_the_others_at_full_precision() -> None:
     torch.manual_seed(0)
     model = MLP(8, 8, hidden=[16, 4, 16])
     before = [m.weight.detach().clone() for m in linears(model)]
-    wrapped = PrecisionReduced(model, decimals=1, layers=[0, -1], biases=False)
+    wrapped = PrecisionReduced(model, decimals=1, layers=[3, 0, 0], biases=False)
     assert wrapped.reduced == ["net.0.weight", "net.6.weight"]
     after = [m.weight for m in linears(model)]
     assert torch.equal(after[1], before[1]) and torch.equal(after[2], before[2])
