@@ -24,7 +24,7 @@ import numpy as np
 from sklearn import datasets
 
 from components.data.base import Arrays, ArrayDataModule
-from components.types import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+from components.types import NonNegativeFloat, NonNegativeInt, PositiveInt
 
 
 class AnomalyData(ArrayDataModule):

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from components.kinds import Kind, Model
+from components.kinds import Kind
 from components.tasks.supervised import log_loss, optimizers_config
 
 Detector = Annotated[Any, Kind("detectors")]
