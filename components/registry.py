@@ -10,6 +10,7 @@ ENTRIES = {
         "small_cnn": "components.models.cnn:SmallCNN",
         "transformer_lm": "components.models.transformer_lm:TransformerLM",
         "pretrained_causal_lm": "components.models.pretrained_lm:PretrainedCausalLM",
+        "precision_reduced": "components.models.precision:PrecisionReduced",
     },
     "data": {
         "synthetic_classification": "components.data.synthetic:SyntheticClassification",

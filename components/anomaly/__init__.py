@@ -1,0 +1,1 @@
+"""Unsupervised anomaly detection (lpr_anomaly): AD data, reconstruction scoring, score metrics, detectors."""
