@@ -19,7 +19,7 @@ def spread(xs: list[float]) -> float:
     return max(xs) - min(xs)
 
 
-def value_at(values: list[float], params: list[Any], setting: Any) -> float:
+def value_at(values: list[float], params: list[Any], setting: float | int | str | bool) -> float:
     """The value whose param equals `setting` (numbers compared to a relative 1e-9), from two
     equal-length lists; a ValueError naming the settings there are when none or several match."""
     _same_length("value_at", values, params)
