@@ -1,0 +1,9 @@
+"""Registry entries of the adapters family (lora_reeval): data only, importing this imports nothing."""
+
+ENTRIES = {
+    "models": {"peft_lora": "components.adapters.lora:peft_lora"},
+    "data": {
+        "digits_transfer": "components.adapters.data:DigitsTransfer",
+        "instruction_jsonl": "components.adapters.instructions:InstructionJSONL",
+    },
+}
