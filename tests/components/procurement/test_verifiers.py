@@ -53,7 +53,7 @@ def test_no_profitable_misreport_on_the_guaranteed_mechanisms() -> None:
     market = {k: v.double() for k, v in data.fixed("test").items()}
     torch.manual_seed(0)
     menu = MenuNet(hidden=[8]).double()
-    assert MisreportGrid(points=11)(menu, market)["misreport_gain_max"] <= 0.0
+    assert MisreportGrid(points=11)(menu, market)["misreport_gain_max"] <= 1e-12  # batch-size rounding
     singer = ProportionalShare(share=1.0, bisection_steps=30)  # threshold payments, to 2^-30 B
     assert MisreportGrid(points=11)(singer, market)["misreport_gain_max"] <= 1e-8
     for check in (BudgetCheck(), IRCheck()):
