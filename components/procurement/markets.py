@@ -5,9 +5,10 @@ budget B and a public valuation over sets of items. Valuations are coverage func
 include the additive ones: m ground elements with weights w_e >= 0, seller i covers the elements
 of a public 0/1 row cover[i]; the value of a set S of sellers is the weight of what they cover,
 V(S) = sum_e w_e * [some i in S covers e]. Additive valuations are the case cover = identity
-(m = n, w = the items' values). A batch of instances is a dict of tensors:
+(m = n, w = the items' values), stored without the identity: a market without `cover` is additive,
+so that its helpers cost O(n) per seller, not O(n^2). A batch of instances is a dict of tensors:
 
-- `weights` (N, m): element weights; `cover` (N, n, m): 0/1 incidence;
+- `weights` (N, m): element weights; `cover` (N, n, m): 0/1 incidence (absent: additive, m = n);
 - `costs` (N, n): the sellers' private costs (what a truthful seller bids);
 - `budget` (N,): the buyer's budget B.
 
@@ -31,24 +32,38 @@ from components.types import NonNegativeInt, OpenFraction, PositiveFloat, Positi
 Market = dict[str, torch.Tensor]
 
 
+def is_additive(market: Market) -> bool:
+    """Whether the valuation is additive (the market has no `cover`: seller i covers element i)."""
+    return "cover" not in market
+
+
 def standalone_values(market: Market) -> torch.Tensor:
     """V({i}) for every seller: (N, n)."""
+    if is_additive(market):
+        return market["weights"]
     return torch.einsum("nim,nm->ni", market["cover"], market["weights"])
 
 
 def marginal_values(market: Market, uncovered: torch.Tensor) -> torch.Tensor:
     """Each seller's marginal value given the (soft) uncovered share of each element: (N, n)."""
+    if is_additive(market):
+        return market["weights"] * uncovered
     return torch.einsum("nim,nm->ni", market["cover"], market["weights"] * uncovered)
 
 
 def cover_update(market: Market, uncovered: torch.Tensor, seller: torch.Tensor, accept: torch.Tensor) -> torch.Tensor:
     """The uncovered share after `seller` (N,) is accepted with probability `accept` (N,)."""
-    rows = market["cover"][torch.arange(len(seller), device=seller.device), seller]
+    if is_additive(market):
+        rows = torch.nn.functional.one_hot(seller, uncovered.shape[1]).to(uncovered.dtype)
+    else:
+        rows = market["cover"][torch.arange(len(seller), device=seller.device), seller]
     return uncovered * (1.0 - accept[:, None] * rows)
 
 
 def procurement_value(market: Market, accept: torch.Tensor) -> torch.Tensor:
     """V(accepted set) per instance, (N,); expected coverage for soft acceptance (module docstring)."""
+    if is_additive(market):
+        return (market["weights"] * accept).sum(-1)
     missed = torch.prod(1.0 - accept[:, :, None] * market["cover"], dim=1)
     return (market["weights"] * (1.0 - missed)).sum(-1)
 
@@ -74,15 +89,13 @@ def sample_markets(
     cover_prob, so a seller's standalone value has mean 1/2 as in the additive case. Costs:
     c_i ~ U[0, cost_floor + (1 - cost_floor) min(V({i}), 1)] (valuable items tend to cost more)."""
     if valuation == "additive":
-        values = torch.rand(count, sellers, generator=generator)
-        weights = values
-        cover = torch.eye(sellers).expand(count, sellers, sellers).clone()
+        market = {"weights": torch.rand(count, sellers, generator=generator)}
     elif valuation == "coverage":
         weights = torch.rand(count, elements, generator=generator) / (elements * cover_prob)
         cover = (torch.rand(count, sellers, elements, generator=generator) < cover_prob).float()
+        market = {"weights": weights, "cover": cover}
     else:
         raise ValueError(f"valuation must be 'additive' or 'coverage', got {valuation!r}")
-    market = {"weights": weights, "cover": cover}
     scale = cost_floor + (1.0 - cost_floor) * standalone_values(market).clamp(max=1.0)
     market["costs"] = torch.rand(count, sellers, generator=generator) * scale
     market["budget"] = torch.full((count,), float(budget))

@@ -34,7 +34,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from components.procurement.markets import Market, cover_update, marginal_values, procurement_value, public_order, \
+from components.procurement.markets import Market, cover_update, is_additive, marginal_values, public_order, \
     standalone_values
 from components.types import PositiveFloat, PositiveInt, Probability
 
@@ -45,15 +45,6 @@ TRANSFORMS = ("sequential", "none", "ex_post_scale")
 # yet approached, its standalone value over all sellers' standalone values, and bid / B. (The
 # features also hold `sellers`, n, for mechanisms that need it.)
 FEATURES = ("marginal", "remaining", "share", "left", "value_share", "bid")
-
-
-def is_additive(market: Market) -> bool:
-    """Whether the valuation is additive: every seller covers exactly its own element."""
-    cover = market["cover"]
-    if cover.shape[1] != cover.shape[2]:
-        return False
-    eye = torch.eye(cover.shape[1], dtype=cover.dtype, device=cover.device)
-    return bool((cover == eye).all())
 
 
 class PostedPrices(nn.Module):

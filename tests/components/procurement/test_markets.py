@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from components.procurement.markets import RandomMarkets, marginal_values, procurement_value, public_order, \
+from components.procurement.markets import RandomMarkets, cover_update, marginal_values, procurement_value, public_order, \
     standalone_values
 
 
@@ -32,9 +32,18 @@ def test_coverage_value_by_hand() -> None:
 def test_additive_markets_and_cost_support() -> None:
     data = RandomMarkets(sellers=6, valuation="additive", cost_floor=0.3, test_instances=500)
     market = data.fixed("test")
-    assert torch.equal(market["cover"][0], torch.eye(6))
+    assert "cover" not in market  # additive: stored without the identity cover
+    # Every helper agrees with the same market written as a coverage function (identity cover).
+    dense = {**market, "cover": torch.eye(6).expand(500, 6, 6)}
     accept = (torch.rand(500, 6) < 0.5).float()
+    soft = torch.rand(500, 6)
+    for a in (accept, soft):
+        assert torch.allclose(procurement_value(market, a), procurement_value(dense, a))
     assert torch.allclose(procurement_value(market, accept), (market["weights"] * accept).sum(1))
+    assert torch.equal(standalone_values(market), standalone_values(dense))
+    assert torch.allclose(marginal_values(market, soft), marginal_values(dense, soft))
+    seller = torch.randint(0, 6, (500,))
+    assert torch.allclose(cover_update(market, soft, seller, soft[:, 0]), cover_update(dense, soft, seller, soft[:, 0]))
     limit = 0.3 + 0.7 * standalone_values(market).clamp(max=1.0)
     assert bool((market["costs"] >= 0).all()) and bool((market["costs"] <= limit).all())
     assert torch.equal(market["budget"], torch.ones(500))

@@ -7,15 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-import components.procurement.mechanisms as mechanisms
 from components.procurement.markets import RandomMarkets
 from components.procurement.mechanisms import MenuNet, ProportionalPosted, ProportionalShare, \
     SequentialProportionalShare, UniformPosted
 
 
 def additive(values: list[float], costs: list[float], budget: float = 1.0) -> dict[str, torch.Tensor]:
-    n = len(values)
-    return {"weights": torch.tensor([values], dtype=torch.float64), "cover": torch.eye(n, dtype=torch.float64)[None],
+    return {"weights": torch.tensor([values], dtype=torch.float64),
             "costs": torch.tensor([costs], dtype=torch.float64), "budget": torch.tensor([budget], dtype=torch.float64)}
 
 
@@ -106,14 +104,17 @@ def test_proportional_share_by_hand() -> None:
         ProportionalShare()(market, market["costs"], relaxed=True)
 
 
-def test_additive_shortcut_equals_the_greedy_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_additive_shortcut_equals_the_greedy_rule() -> None:
     market = markets("additive", count=300)
+    dense = {**market, "cover": torch.eye(8, dtype=torch.float64).expand(300, 8, 8)}  # the general greedy path
     rule = ProportionalShare(share=1.0, bisection_steps=20)
     bids = market["costs"] * torch.rand_like(market["costs"]).mul(2)
     fast = rule.allocate(market, bids)
-    monkeypatch.setattr(mechanisms, "is_additive", lambda market: False)
-    assert torch.equal(rule.allocate(market, bids), fast)
+    assert torch.equal(rule.allocate(dense, bids), fast)
     assert bool(fast.any(1).all())
+    for mechanism in (rule, SequentialProportionalShare(), generous("sequential")):
+        for a, b in zip(mechanism(market, bids), mechanism(dense, bids)):
+            assert torch.allclose(a, b, atol=1e-12)
 
 
 @pytest.mark.parametrize("valuation,share", [("additive", 1.0), ("coverage", 0.5)])
