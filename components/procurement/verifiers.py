@@ -7,6 +7,11 @@ whose true costs are `market["costs"]` and budget `market["budget"]`. A verifier
 mechanism itself (hard decisions, under `torch.no_grad()`), so it holds for any mechanism of the
 `mechanisms` kind, learned or classical. A seller's utility is payment - cost * accept.
 The keys it returns are logged by the task as `test/<key>` (`test/<key>_<label>` for baselines).
+
+Each check has a `tolerance` (a share of the budget B): a violation or gain within it is rounding,
+not a violation, and is reported as 0 (a batch of another size rounds an offer differently by
+~1e-16, and sum(payments) rounds apart from B minus the payments so far), so that the reported
+numbers do not depend on the machine's arithmetic.
 """
 
 from __future__ import annotations
@@ -20,6 +25,11 @@ from components.procurement.markets import Market
 from components.types import NonNegativeFloat, PositiveFloat, PositiveInt
 
 
+def beyond(excess: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """`excess` where it exceeds `allowed`, else 0 (module docstring: rounding is no violation)."""
+    return torch.where(excess > allowed, excess, torch.zeros_like(excess))
+
+
 def utilities(mechanism, market: Market, bids: torch.Tensor) -> torch.Tensor:
     """Each seller's utility (N, n) at `bids`, measured with its true cost."""
     accept, payments = mechanism(market, bids)
@@ -29,9 +39,8 @@ def utilities(mechanism, market: Market, bids: torch.Tensor) -> torch.Tensor:
 class BudgetCheck:
     """Budget feasibility under truthful bids: the total payment never exceeds B.
 
-    Returns `budget_violation_max` (the largest overspend, 0 when none; absolute, in budget
-    units) and `budget_violation_rate` (the share of instances that overspend by more than
-    `tolerance` * B).
+    Returns `budget_violation_max` (the largest overspend beyond `tolerance` * B, 0 when none;
+    absolute, in budget units) and `budget_violation_rate` (the share of instances that overspend).
 
     Args:
         tolerance: Overspend, as a share of B, still counted as feasible (rounding).
@@ -43,16 +52,15 @@ class BudgetCheck:
     @torch.no_grad()
     def __call__(self, mechanism, market: Market) -> dict[str, float]:
         _, payments = mechanism(market, market["costs"])
-        overspend = payments.sum(1) - market["budget"]
-        return {"budget_violation_max": float(overspend.clamp_min(0).max()),
-                "budget_violation_rate": float((overspend > self.tolerance * market["budget"]).double().mean())}
+        overspend = beyond(payments.sum(1) - market["budget"], self.tolerance * market["budget"])
+        return {"budget_violation_max": float(overspend.max()), "budget_violation_rate": float((overspend > 0).double().mean())}
 
 
 class IRCheck:
     """Individual rationality under truthful bids: no seller ends with negative utility.
 
-    Returns `ir_violation_max` (the largest loss of a seller, 0 when none) and `ir_violation_rate`
-    (the share of (instance, seller) pairs losing more than `tolerance` * B).
+    Returns `ir_violation_max` (the largest loss of a seller beyond `tolerance` * B, 0 when none)
+    and `ir_violation_rate` (the share of (instance, seller) pairs losing).
 
     Args:
         tolerance: Loss, as a share of B, still counted as none (rounding).
@@ -63,9 +71,8 @@ class IRCheck:
 
     @torch.no_grad()
     def __call__(self, mechanism, market: Market) -> dict[str, float]:
-        loss = -utilities(mechanism, market, market["costs"])
-        return {"ir_violation_max": float(loss.clamp_min(0).max()),
-                "ir_violation_rate": float((loss > self.tolerance * market["budget"][:, None]).double().mean())}
+        loss = beyond(-utilities(mechanism, market, market["costs"]), self.tolerance * market["budget"][:, None])
+        return {"ir_violation_max": float(loss.max()), "ir_violation_rate": float((loss > 0).double().mean())}
 
 
 class MisreportGrid:
@@ -73,10 +80,10 @@ class MisreportGrid:
     markets, every seller in turn bids each of `points` values evenly spaced on [0, high * B]
     while the others bid truthfully; its gain is the best utility found minus its truthful utility.
 
-    Returns `misreport_gain_max` (the largest gain over instances and sellers; 0 or below means no
-    profitable misreport was found), `misreport_gain_mean` (the mean over (instance, seller) of the
-    gain, floored at 0) and `misreport_profitable_rate` (the share of (instance, seller) pairs with
-    a gain above `tolerance` * B).
+    Returns `misreport_gain_max` (the largest gain beyond `tolerance` * B over instances and
+    sellers; 0: no profitable misreport was found), `misreport_gain_mean` (the mean over (instance,
+    seller) of those gains, 0 where none) and `misreport_profitable_rate` (the share of (instance,
+    seller) pairs with one).
 
     Args:
         points: Grid points per seller (21: steps of B / 20 with high = 1).
@@ -105,7 +112,6 @@ class MisreportGrid:
             bids[:, seller] = misreports
             gained = utilities(mechanism, repeated, bids)[:, seller].reshape(self.points, count)
             best[:, seller] = gained.max(0).values
-        gain = best - truthful
-        return {"misreport_gain_max": float(gain.max()),
-                "misreport_gain_mean": float(gain.clamp_min(0).mean()),
-                "misreport_profitable_rate": float((gain > self.tolerance * budget[:, None]).double().mean())}
+        gain = beyond(best - truthful, self.tolerance * budget[:, None])
+        return {"misreport_gain_max": float(gain.max()), "misreport_gain_mean": float(gain.mean()),
+                "misreport_profitable_rate": float((gain > 0).double().mean())}
