@@ -182,9 +182,14 @@ def describe_experiment(mlflow_client: MlflowClient, experiment: str, spec_path:
     title = readme_title(spec_path)
     if title:
         wanted[DESCRIPTION_TAG] = title
+    from mlflow.exceptions import MlflowException
+
     for key, value in wanted.items():
         if key not in tags:
-            mlflow_client.set_experiment_tag(experiment, key, value)
+            try:
+                mlflow_client.set_experiment_tag(experiment, key, value)
+            except MlflowException:  # another run of a new experiment set it at the same moment
+                pass
 
 
 def git_state(cwd: Path | None = None) -> tuple[str, bool] | None:
