@@ -218,6 +218,9 @@ class MeanAbsoluteError(regression.MeanAbsoluteError):
 
     name = "mae"
 
+    def __init__(self) -> None:  # values are pooled into one output: no torchmetrics arguments
+        super().__init__()
+
     def update(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:  # type: ignore[override]
         super().update(*_flat(outputs, batch["y"], self.name))
 
@@ -240,6 +243,9 @@ class R2Score(regression.R2Score):
     (torchmetrics' R2Score); 1 is perfect, 0 is predicting the mean, negative is worse."""
 
     name = "r2"
+
+    def __init__(self) -> None:  # values are pooled into one output: no torchmetrics arguments
+        super().__init__()
 
     def update(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:  # type: ignore[override]
         super().update(*_flat(outputs, batch["y"], self.name))
