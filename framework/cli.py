@@ -5,6 +5,7 @@
     exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
     exp reproduce specs/<paper>/ [--full]  run what the paper's claims need, check them
     exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
+    exp ui [--port N]                     the MLflow UI on the runs' store, with links to what to compare
     exp validate PATH ...                 structure and component arguments; never imports torch
     exp show SPEC [key.path=value ...]    the operative spec (extends, overrides, defaults)
     exp list [KIND]                       registered components
@@ -204,6 +205,25 @@ def _print_result(result: Any) -> None:
         import json
 
         Path(target).write_text(json.dumps(result.to_json()))
+    elif result.run_id:
+        print(where_results_are(result))
+
+
+def where_results_are(result: Any) -> str:
+    """Every place a finished run's results landed, and the command that shows them."""
+    from framework.runner import cache_dir, runs_dir
+    from framework.tracking import client, tracking_uri
+
+    uri = tracking_uri((result.operative.get("tracking") or {}).get("uri"))
+    run = client(uri).get_run(result.run_id)
+    lines = ["results:",
+             f"  MLflow store      {uri}  (experiment {result.operative.get('paper', '')}, run {result.run_id})",
+             f"  artifacts         {run.info.artifact_uri}  (resolved_spec.yaml)",
+             f"  Lightning files   {runs_dir() / run.info.experiment_id / result.run_id}  (resume.ckpt)",
+             f"  local cache       {cache_dir() / result.spec_hash}  (final weights, result.json)"]
+    store = "" if uri == tracking_uri(None) else f" --tracking-uri {uri}"
+    lines.append(f"look at it: exp ui{store}   (prints links to this experiment's runs table and compare view)")
+    return "\n".join(lines)
 
 
 def _base_only(spec: str, loaded: Any) -> None:
@@ -424,6 +444,9 @@ def parser() -> argparse.ArgumentParser:
     from framework.compare import add_parser as add_compare
 
     add_compare(sub)
+    from framework.ui import add_parser as add_ui
+
+    add_ui(sub)
     v = sub.add_parser("validate", help="check specs without importing torch")
     v.add_argument("paths", nargs="+")
     v.add_argument("-q", "--quiet", action="store_true", help="print only problems and the summary")

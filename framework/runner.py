@@ -144,8 +144,13 @@ def _quiet_lightning() -> None:
     import logging
     import warnings
 
-    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+    from lightning.fabric.utilities.warnings import PossibleUserWarning
+
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning", "mlflow"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    # Lightning's hints about a setup (few dataloader workers, a logging interval longer than an
+    # epoch) repeat in every run of a spec and bury the run's own lines; a spec states its setup.
+    warnings.filterwarnings("ignore", category=PossibleUserWarning)
     for message in (".*does not have many workers.*", ".*GPU available but not used.*", ".*LeafSpec.*",
                     ".*_pytree.*", ".*is an invalid version.*"):
         warnings.filterwarnings("ignore", message=message)
@@ -210,6 +215,8 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
     tracker = Tracker(parent_op, units[0].loaded.source, total_hash, overrides,
                       extra_tags={"expspec.stages": ",".join(str(u.stage) for u in units)}) if is_rank_zero() else None
     parent_id = tracker.start(log_params=False) if tracker else None
+    if tracker:
+        announce(tracker, f"started ({len(units)} stages as child runs)")
     results: dict[str, RunResult] = {}
     try:
         for unit, unit_hash in zip(units, hashes):
@@ -353,20 +360,29 @@ def _open_run(unit: Unit, unit_hash: str, overrides: list[str], parent_run_id: s
     tracker = Tracker(unit.operative, unit.loaded.source, unit_hash, overrides, parent_run_id)
     run_id = tracker.attach(resume_run_id) if resume_run_id else tracker.start()
     os.environ["EXPSPEC_RUN_ID"] = run_id  # for DDP ranks started by Lightning's launcher
+    announce(tracker, "resumed" if resume_run_id else "started")
     return tracker, run_id
 
 
+def announce(tracker: Any, what: str) -> None:
+    """`run <id> started: <run name> in experiment <paper>, store <uri>` on stderr: where to look
+    while it runs (the MLflow UI shows a live run within seconds)."""
+    run = tracker.client.get_run(tracker.run_id)
+    print(f"run {tracker.run_id} {what}: '{run.info.run_name}' in experiment {tracker.operative['paper']}, "
+          f"store {tracker.uri}", file=sys.stderr, flush=True)
+
+
 def _trainer(built: Any, tracker: Any) -> Any:
-    """Lightning's Trainer for a built spec: a progress bar on a terminal, our MLflow logger on
-    rank zero, Lightning's files under runs_dir()."""
+    """Lightning's Trainer for a built spec: a progress bar on a terminal (plain progress lines
+    otherwise), our MLflow logger on rank zero, Lightning's files under runs_dir()."""
     import lightning as L
     from lightning.pytorch.callbacks import ProgressBar
 
-    callbacks = with_resume_checkpoint(built.callbacks, built.trainer_kwargs)
-    if sys.stderr.isatty() and not any(isinstance(c, ProgressBar) for c in callbacks):
-        from components.callbacks.progress import progress_bar
+    from components.callbacks.progress import ProgressLines, progress_bar
 
-        callbacks.append(progress_bar())
+    callbacks = with_resume_checkpoint(built.callbacks, built.trainer_kwargs)
+    if not any(isinstance(c, (ProgressBar, ProgressLines)) for c in callbacks):
+        callbacks.append(progress_bar() if sys.stderr.isatty() else ProgressLines())
     return L.Trainer(
         **built.trainer_kwargs,
         callbacks=callbacks,

@@ -16,7 +16,14 @@
   user's overrides (or the sweep's axes) set is used as given.
 - A trial whose operative-spec hash already has a FINISHED run in the experiment is skipped
   (resume), and the sweep says so; the parent run of an earlier invocation of the same sweep is
-  reused, so all trials stay under one parent.
+  reused, so all trials stay under one parent. A skipped trial whose run is not a child of this
+  parent (a plain `exp run`, another sweep's trial) is linked into it: a FINISHED child run
+  holding a copy of that run's params, metric histories and tags, tagged `expspec.linked_from`
+  with the original's id (an MLflow run has one parent, so the original stays where it is). The
+  parent then covers the whole grid: `exp compare PARENT`, its table, its plot, the MLflow UI.
+- Trials are named by what they vary (`weight=3.0`): the Run Name column of the MLflow UI shows
+  about 15 characters, and the parent run names the spec.
+- Trials' result and log files live in a temporary folder, removed when the sweep ends.
 - Failures are reported as they happen and summarized at the end; `--fail-fast` stops launching
   trials after the first failure and stops the running ones (marked KILLED). Ctrl-C or SIGTERM
   stops the running trials too, and marks the parent run KILLED.
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -92,9 +100,55 @@ def plan_trials(spec_path: str | Path, overrides: list[str]) -> tuple[list[Trial
     return checker.trials, hashes, checker.base[0].operative
 
 
-def _finished_hashes(client: Any, experiment_id: str) -> dict[str, str]:
+def _finished_hashes(client: Any, experiment_id: str, parent: str | None = None) -> dict[str, str]:
+    """spec hash -> id of a FINISHED run with it in the experiment; a child of `parent` (this
+    sweep's parent run) wins over a run elsewhere, so that an earlier link is found again."""
     runs = client.search_runs([experiment_id], filter_string="attributes.status = 'FINISHED'", max_results=5000)
-    return {r.data.tags["expspec.spec_hash"]: r.info.run_id for r in runs if "expspec.spec_hash" in r.data.tags}
+    found: dict[str, str] = {}
+    for run in sorted(runs, key=lambda r: r.data.tags.get(PARENT_TAG) == parent):  # this parent's last
+        if "expspec.spec_hash" in run.data.tags:
+            found[run.data.tags["expspec.spec_hash"]] = run.info.run_id
+    return found
+
+
+PARENT_TAG = "mlflow.parentRunId"
+LINK_TAG = "expspec.linked_from"
+_NOT_COPIED = (PARENT_TAG, "mlflow.runName", LINK_TAG)
+
+
+def link_skipped(client: Any, parent: str, outcomes: dict[int, "TrialOutcome"], echo: Any = print) -> None:
+    """Link each skipped trial whose finished run is not a child of `parent` into it (see the
+    module docstring), and say so; the outcome then names the linked child run."""
+    for outcome in outcomes.values():
+        original = client.get_run(outcome.run_id)
+        if original.data.tags.get(PARENT_TAG) == parent:
+            continue
+        linked = link_run(client, original, parent, outcome.trial.name)
+        echo(f"[link] {outcome.trial.name}: run {original.info.run_id[:8]} linked into this sweep as run "
+             f"{linked[:8]} (a copy of its params, metrics and tags)")
+        outcome.run_id = linked
+
+
+def link_run(client: Any, original: Any, parent: str, name: str) -> str:
+    """A FINISHED child run of `parent` named `name`, holding `original`'s params, metric
+    histories and tags, tagged `expspec.linked_from`; its id."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    tags = {k: v for k, v in original.data.tags.items() if k not in _NOT_COPIED}
+    tags.update({PARENT_TAG: parent, LINK_TAG: original.info.run_id})
+    run = client.create_run(original.info.experiment_id, run_name=name, tags=tags,
+                            start_time=original.info.start_time)
+    run_id = run.info.run_id
+    params = [Param(k, v) for k, v in original.data.params.items()]
+    for start in range(0, len(params), 100):
+        client.log_batch(run_id, params=params[start : start + 100])
+    history = [Metric(m.key, m.value, m.timestamp, m.step) for key in original.data.metrics
+               for m in client.get_metric_history(original.info.run_id, key)]
+    for start in range(0, len(history), 1000):
+        client.log_batch(run_id, metrics=history[start : start + 1000])
+    client.set_tag(run_id, "mlflow.note.content", f"linked from run {original.info.run_id} (same spec hash)")
+    client.set_terminated(run_id, "FINISHED", end_time=original.info.end_time)
+    return run_id
 
 
 def run_sweep(
@@ -123,6 +177,7 @@ def run_sweep(
     given = " (as given)" if sets_threads(overrides) else ""
     echo(f"sweep {base['name']}: {len(trials)} trial(s), {len(todo)} to run, {jobs} job(s) x {threads} "
          f"thread(s){given}; parent run {parent}")
+    link_skipped(tracker.client, parent, outcomes, echo)
     launcher = ForkedTrials(spec_path, overrides, parent, base["name"], threads, preload) if isolate == "fork" \
         else TrialProcesses(spec_path, overrides, parent, base["name"], threads)
     try:
@@ -130,8 +185,11 @@ def run_sweep(
     except BaseException as error:  # Ctrl-C or SIGTERM: _run_pool stopped the trials
         tracker.finish(error)
         raise
+    finally:
+        shutil.rmtree(launcher.workdir, ignore_errors=True)
     result = SweepResult(parent, [outcomes[i] for i in sorted(outcomes)])
     echo(summary(result))
+    echo(f"compare: exp compare {parent}   browse: exp ui   (store {tracker.uri})")
     if result.failed:
         tracker.client.set_tag(parent, "expspec.error", f"{len(result.failed)} trial(s) did not finish")
         tracker.client.set_terminated(parent, "FAILED")
@@ -157,7 +215,7 @@ def _open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, An
     from framework.tracking import Tracker, experiment_id
 
     sweep_hash = hashlib.sha256("|".join(hashes).encode()).hexdigest()[:16]
-    tracker = Tracker({**base, "name": f"{base['name']} sweep"}, str(spec_path), sweep_hash, overrides,
+    tracker = Tracker(base, str(spec_path), sweep_hash, overrides, kind="sweep",
                       extra_tags={"expspec.sweep": "true", "expspec.sweep_hash": sweep_hash,
                                   "expspec.trials": str(len(hashes))})
     experiment = experiment_id(tracker.client, base["paper"])
@@ -167,7 +225,7 @@ def _open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, An
         tracker.attach(earlier[0].info.run_id)
     else:
         tracker.start(log_params=False)
-    return tracker, _finished_hashes(tracker.client, experiment)
+    return tracker, _finished_hashes(tracker.client, experiment, tracker.run_id)
 
 
 def _skip_finished(trials: list[Trial], hashes: list[str], done: dict[str, str],
@@ -226,7 +284,7 @@ class TrialLauncher:
         """Run trial `i` to its end (called from a worker thread)."""
         result_file, log_file = self.workdir / f"{i}.json", self.workdir / f"{i}.log"
         env = {**os.environ, "EXPSPEC_PARENT_RUN_ID": self.parent_run_id, "EXPSPEC_RESULT_FILE": str(result_file),
-               "EXPSPEC_RUN_NAME": f"{self.name}[{trial.name}]"}
+               "EXPSPEC_RUN_NAME": trial.name}
         env.pop("EXPSPEC_RUN_ID", None)
         start = time.perf_counter()
         try:
@@ -241,7 +299,9 @@ class TrialLauncher:
             data = json.loads(result_file.read_text())
             return TrialOutcome(trial, FINISHED, data["run_id"], data["metrics"], seconds)
         lines = [line for line in log_file.read_text().splitlines() if line.strip()] if log_file.is_file() else []
-        return TrialOutcome(trial, _status(code), None, {}, seconds, lines[-1] if lines else _exit_text(code))
+        # died of a signal: its last line is whatever it printed before (a progress line), not why
+        message = lines[-1] if lines and code >= 0 else _exit_text(code)
+        return TrialOutcome(trial, _status(code), None, {}, seconds, message)
 
     def stop(self) -> None:
         """SIGTERM every trial still running: each marks its run KILLED (see framework.cli)."""

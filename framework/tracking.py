@@ -44,8 +44,13 @@ def tracking_uri(uri: str | None = None) -> str:
 
 def client(uri: str | None = None) -> MlflowClient:
     """An MLflow client of the store `tracking_uri(uri)` names, the store created and migrated."""
+    import logging
+
     from mlflow.tracking import MlflowClient
 
+    # MLflow's INFO lines (creating and migrating a store's tables) would bury `exp`'s own; its
+    # warnings still show. Set after the import, which configures MLflow's loggers.
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
     resolved = tracking_uri(uri)
     prepare_store(resolved)
     return MlflowClient(tracking_uri=resolved)
@@ -128,6 +133,65 @@ def flatten(value: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
+# Not what a run did, so never a compared param: `name` and `description` are tags
+# (`expspec.name`, `mlflow.note.content`); a `sweep:` section is in resolved_spec.yaml, and each
+# trial's own values are its params. The spec hash leaves them out too (framework/spec.py).
+BOOKKEEPING = ("name", "description", "sweep")
+PARENT_TAG = "mlflow.parentRunId"
+RUN_NAME_OVERRIDES = 40  # characters of a run name's overrides part, at most
+
+
+def run_params(operative: dict[str, Any]) -> dict[str, str]:
+    """The params of a run: the flattened operative spec, less `BOOKKEEPING`."""
+    return flatten({k: v for k, v in operative.items() if k not in BOOKKEEPING})
+
+
+def run_name_for(name: str, overrides: list[str]) -> str:
+    """`cvm-tiny` and overrides `optimizer.lr=0.001 seed=1` -> `cvm-tiny lr=0.001 seed=1`: each
+    override by the last part of its key path, cut to RUN_NAME_OVERRIDES characters; overrides of
+    `BOOKKEEPING` keys (`name=...`) are left out (the name says them already)."""
+    pairs = [o.partition("=") for o in overrides]
+    short = " ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, _, v in pairs if k.strip() not in BOOKKEEPING)
+    if len(short) > RUN_NAME_OVERRIDES:
+        short = short[: RUN_NAME_OVERRIDES - 1] + "…"
+    return f"{name} {short}" if short else name
+
+
+def readme_title(spec_path: str | Path) -> str:
+    """The first line of the README.md beside a spec (or in a folder above it, up to three
+    levels), without its `#` marks; empty when there is none."""
+    folder = Path(spec_path).resolve().parent
+    for candidate in (folder, *list(folder.parents)[:3]):
+        readme = candidate / "README.md"
+        if readme.is_file():
+            lines = readme.read_text(encoding="utf-8", errors="replace").splitlines()
+            return lines[0].lstrip("#").strip() if lines else ""
+    return ""
+
+
+# The MLflow UI reads an experiment's description from this tag (the "About" box of the experiment).
+DESCRIPTION_TAG = "mlflow.note.content"
+
+
+def describe_experiment(mlflow_client: MlflowClient, experiment: str, spec_path: str) -> None:
+    """Give a paper's experiment its description (the first line of its README) and tags
+    (`expspec.paper`, `mlflow.experimentKind` = custom_model_development: a training experiment),
+    once: tags already set (by us or by the user) are left alone."""
+    tags = mlflow_client.get_experiment(experiment).tags
+    wanted = {"mlflow.experimentKind": "custom_model_development", "expspec.paper": "true"}
+    title = readme_title(spec_path)
+    if title:
+        wanted[DESCRIPTION_TAG] = title
+    from mlflow.exceptions import MlflowException
+
+    for key, value in wanted.items():
+        if key not in tags:
+            try:
+                mlflow_client.set_experiment_tag(experiment, key, value)
+            except MlflowException:  # another run of a new experiment set it at the same moment
+                pass
+
+
 def git_state(cwd: Path | None = None) -> tuple[str, bool] | None:
     """(commit, dirty) of the repository holding `cwd`, or None outside a git checkout."""
     try:
@@ -157,6 +221,7 @@ class Tracker:
     Args:
         parent_run_id: Nest this run under another (`mlflow.parentRunId`): stages under their
             spec's run, sweep trials under the sweep's run. Default: $EXPSPEC_PARENT_RUN_ID.
+        kind: A word the run name adds after the spec's name (`sweep` for a sweep's parent run).
     """
 
     def __init__(
@@ -167,8 +232,10 @@ class Tracker:
         overrides: list[str],
         parent_run_id: str | None = None,
         extra_tags: dict[str, str] | None = None,
+        kind: str = "",
     ) -> None:
         self.operative, self.spec_path, self.spec_hash, self.overrides = operative, spec_path, spec_hash, overrides
+        self.kind = kind
         self.parent_run_id = parent_run_id or os.environ.get("EXPSPEC_PARENT_RUN_ID") or None
         self.extra_tags = extra_tags or {}
         self.uri = tracking_uri(operative["tracking"]["uri"])
@@ -219,9 +286,13 @@ class Tracker:
         from mlflow.entities import Param
 
         op = self.operative
-        run_name = os.environ.pop("EXPSPEC_RUN_NAME", None) or op["name"]  # a sweep names its trials
+        experiment = experiment_id(self.client, op["paper"])
+        describe_experiment(self.client, experiment, self.spec_path)
+        given = os.environ.pop("EXPSPEC_RUN_NAME", None)  # a sweep names its trials
+        run_name = given or self.run_name(experiment)
         tags = {
             "mlflow.runName": run_name,
+            "expspec.name": op["name"],
             "expspec.spec_path": self.spec_path,
             "expspec.spec_hash": self.spec_hash,
             "expspec.overrides": " ".join(self.overrides),
@@ -230,7 +301,7 @@ class Tracker:
             **self.extra_tags,
         }
         if self.parent_run_id:
-            tags["mlflow.parentRunId"] = self.parent_run_id
+            tags[PARENT_TAG] = self.parent_run_id
         if os.environ.get("EXPSPEC_RERUN_OF"):
             tags["expspec.rerun_of"] = os.environ["EXPSPEC_RERUN_OF"]
         if op["description"]:
@@ -239,12 +310,11 @@ class Tracker:
         if state:
             tags["mlflow.source.git.commit"], dirty = state
             tags["expspec.git_dirty"] = str(dirty).lower()
-        experiment = experiment_id(self.client, op["paper"])
         self.reap_orphans(experiment)
         run = self.client.create_run(experiment, run_name=run_name, tags=tags)
         self.run_id = run.info.run_id
         try:  # the run exists from here on: an error or Ctrl-C while it is filled in still ends it
-            params = [Param(k, v[:_MAX_PARAM]) for k, v in flatten(op).items()] if log_params else []
+            params = [Param(k, v[:_MAX_PARAM]) for k, v in run_params(op).items()] if log_params else []
             for start in range(0, len(params), 100):
                 self.client.log_batch(self.run_id, params=params[start : start + 100])
             self.client.log_text(self.run_id, yaml.safe_dump(op, sort_keys=False), "resolved_spec.yaml")
@@ -252,6 +322,23 @@ class Tracker:
             self.finish(error)
             raise
         return self.run_id
+
+    def run_name(self, experiment: str) -> str:
+        """What the MLflow UI's Run Name column shows, saying what differs (`run_name_for`): a
+        stage run by its stage; a top-level run by the spec's name and its overrides, with a short
+        spec hash when the experiment already has a top-level run of that name and another hash."""
+        name = self.operative["name"]
+        if self.parent_run_id:
+            return name.rsplit("/", 1)[-1]  # a stage (`spec/train`): its parent names the spec
+        name = run_name_for(f"{name} {self.kind}" if self.kind else name, self.overrides)
+        if "'" in name or self._name_taken(experiment, name):
+            name = f"{name} #{self.spec_hash[:6]}"
+        return name
+
+    def _name_taken(self, experiment: str, name: str) -> bool:
+        runs = self.client.search_runs([experiment], f"attributes.run_name = '{name}'", max_results=200)
+        return any(PARENT_TAG not in r.data.tags and r.data.tags.get("expspec.spec_hash") != self.spec_hash
+                   for r in runs)
 
     def log_metrics(self, metrics: dict[str, float]) -> None:
         import time

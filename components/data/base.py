@@ -135,6 +135,9 @@ class ArrayDataModule(L.LightningDataModule):
         split_seed: Seed of the split permutation, independent of the run seed, so that runs with
             different seeds see the same split.
         standardize: Scale 2-D features to zero mean and unit variance with train statistics.
+        standardize_target: Scale float (regression) targets, each column, to zero mean and unit
+            variance with train statistics (kept as `target_mean`, `target_std`); losses and
+            metrics are then in units of the target's train standard deviation.
         num_workers: DataLoader worker processes (0 keeps everything in the run's process).
     """
 
@@ -146,6 +149,7 @@ class ArrayDataModule(L.LightningDataModule):
         split_seed: int = 0,
         standardize: bool = True,
         num_workers: NonNegativeInt = 0,
+        standardize_target: bool = False,
     ) -> None:
         super().__init__()
         if val_fraction + test_fraction >= 1.0:
@@ -155,6 +159,9 @@ class ArrayDataModule(L.LightningDataModule):
         self.batch_size = batch_size
         self.val_fraction, self.test_fraction = val_fraction, test_fraction
         self.split_seed, self.standardize, self.num_workers = split_seed, standardize, num_workers
+        self.standardize_target = standardize_target
+        self.target_mean: np.ndarray | None = None
+        self.target_std: np.ndarray | None = None
         self._splits: dict[str, dict[str, torch.Tensor]] | None = None
 
     def load(self) -> Arrays | dict[str, Arrays]:
@@ -195,7 +202,19 @@ class ArrayDataModule(L.LightningDataModule):
             std[std == 0] = 1.0
             for part in splits.values():
                 part["x"] = (np.asarray(part["x"], dtype=np.float64) - mean) / std
+        if self.standardize_target:
+            self._standardize_target(splits)
         self._splits = {stage: _to_tensors(arrays) for stage, arrays in splits.items()}
+
+    def _standardize_target(self, splits: dict[str, Arrays]) -> None:
+        y = np.asarray(splits["train"]["y"])
+        if not np.issubdtype(y.dtype, np.floating):
+            raise ValueError("standardize_target applies to float (regression) targets; these targets are "
+                             f"{y.dtype} class labels")
+        self.target_mean, self.target_std = y.mean(0), y.std(0)
+        self.target_std = np.where(self.target_std == 0, 1.0, self.target_std)
+        for part in splits.values():
+            part["y"] = ((np.asarray(part["y"]) - self.target_mean) / self.target_std).astype(y.dtype)
 
     def split(self, stage: str) -> dict[str, torch.Tensor]:
         """The tensors of one split ("train", "val", "test"), loading on first use."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Callable, Literal
 
 import torch
-from torchmetrics import Metric
+from torchmetrics import Metric, regression
 from torchmetrics.functional.classification import (
     binary_auroc,
     multiclass_accuracy,
@@ -203,3 +203,49 @@ class MeanSquaredError(Metric):
         if int(self.count) == 0:
             raise RuntimeError(f"{self.name}: compute() called before any update() since the last reset()")
         return self.sum_squared_error / self.count
+
+
+def _flat(outputs: torch.Tensor, y: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Predictions and float targets as matching 1-D tensors (every example and target pooled)."""
+    if outputs.numel() != y.numel() or outputs.shape[0] != y.shape[0]:
+        raise ValueError(f"{name}: outputs of shape {tuple(outputs.shape)} do not match targets of shape {tuple(y.shape)}")
+    return outputs.detach().float().reshape(-1), y.float().reshape(-1)
+
+
+class MeanAbsoluteError(regression.MeanAbsoluteError):
+    """Mean absolute error of predictions against float targets, over all examples and targets
+    (torchmetrics' MeanAbsoluteError)."""
+
+    name = "mae"
+
+    def __init__(self) -> None:  # values are pooled into one output: no torchmetrics arguments
+        super().__init__()
+
+    def update(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:  # type: ignore[override]
+        super().update(*_flat(outputs, batch["y"], self.name))
+
+
+class RootMeanSquaredError(regression.MeanSquaredError):
+    """Root of the mean squared error over all examples and targets (torchmetrics'
+    MeanSquaredError with squared=False): in the target's units."""
+
+    name = "rmse"
+
+    def __init__(self) -> None:
+        super().__init__(squared=False)
+
+    def update(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:  # type: ignore[override]
+        super().update(*_flat(outputs, batch["y"], self.name))
+
+
+class R2Score(regression.R2Score):
+    """Coefficient of determination R^2 = 1 - SSE / SST over all examples and targets pooled
+    (torchmetrics' R2Score); 1 is perfect, 0 is predicting the mean, negative is worse."""
+
+    name = "r2"
+
+    def __init__(self) -> None:  # values are pooled into one output: no torchmetrics arguments
+        super().__init__()
+
+    def update(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:  # type: ignore[override]
+        super().update(*_flat(outputs, batch["y"], self.name))

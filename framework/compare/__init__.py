@@ -24,8 +24,8 @@ the run's last value, printed with 4 significant digits (CSV keeps full precisio
     exp compare cvm_fairness --status all --format csv > runs.csv
 
 `--plot PNG --x PARAM` draws each metric against a swept param (numeric values sorted, on a log
-axis when positive and spanning 100x or more; other values in sorted order), one line per metric
-and per combination of the other varied params. `--plot PNG --curves METRIC` draws the metric's
+axis when positive and spanning more than 10x; other values in sorted order), one panel per metric,
+one line per combination of the other varied params. `--plot PNG --curves METRIC` draws the metric's
 history against step, one line per run. Without `--x` or `--curves`, a plot is drawn against the
 one varied param, if there is exactly one.
 

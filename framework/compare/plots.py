@@ -14,32 +14,50 @@ if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
 
-def _figure(title: str | None) -> Any:
-    # A bare Figure (no pyplot): no global backend state; savefig writes PNG through Agg.
+# A log x axis when the swept values are positive and the largest is more than this times the smallest.
+LOG_SPAN = 10.0
+
+
+def _figure(title: str | None, panels: int = 1) -> tuple[Any, list[Any]]:
+    """A bare Figure (no pyplot: no global backend state; savefig writes PNG through Agg) with
+    `panels` axes side by side, at most three a row."""
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(7, 4.5), layout="constrained")
-    axes = figure.add_subplot()
+    columns = min(panels, 3)
+    rows = -(-panels // columns)
+    figure = Figure(figsize=(4.2 * columns if panels > 1 else 7, 3.6 * rows if panels > 1 else 4.5),
+                    layout="constrained")
+    axes = list(figure.subplots(rows, columns, squeeze=False).flat)
+    for extra in axes[panels:]:
+        extra.set_visible(False)
     if title:
-        axes.set_title(title)
-    return figure, axes
+        figure.suptitle(title)
+    return figure, axes[:panels]
 
 
-def _save(figure: Any, axes: Any, path: str | Path) -> Path:
-    if axes.get_legend_handles_labels()[0]:
-        axes.legend(fontsize="small")
-    axes.grid(True, alpha=0.3)
+def _save(figure: Any, axes: Sequence[Any], path: str | Path) -> Path:
+    for panel in axes:
+        if panel.get_legend_handles_labels()[0]:
+            panel.legend(fontsize="small")
+        panel.grid(True, alpha=0.3)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120, format="png")
     return path
 
 
+def log_axis(values: Sequence[float | None]) -> bool:
+    """Whether numeric x values read best on a log axis: all positive, spanning more than LOG_SPAN."""
+    xs = [v for v in values if v is not None]
+    return bool(xs) and min(xs) > 0 and max(xs) / min(xs) > LOG_SPAN
+
+
 def plot_vs_param(runs: Sequence[Run], x: str, metrics: Sequence[str], path: str | Path,
                   title: str | None = None) -> Path:
-    """Each metric's last value against param `x`: one line per metric and per combination of
-    the other varied params. Numeric `x` is sorted (log axis when positive and spanning >= 100x);
-    other values are placed in sorted order. Runs lacking `x` or a metric are skipped."""
+    """Each metric's last value against param `x`, one panel per metric (metrics have their own
+    scales), one line per combination of the other varied params. Numeric `x` is sorted, on a
+    log axis when positive and spanning more than LOG_SPAN (10x); other values are placed in
+    sorted order. Runs lacking `x` or a metric are skipped."""
     if not any(x in r.data.params for r in runs):
         raise CompareError(f"--x: no run has a param '{x}'.{did_you_mean(x, all_params(runs))}")
     with_x = [r for r in runs if x in r.data.params]
@@ -47,18 +65,16 @@ def plot_vs_param(runs: Sequence[Run], x: str, metrics: Sequence[str], path: str
     numeric = all(number(v) is not None for v in values)
     position = {v: number(v) for v in values} if numeric else {v: float(i) for i, v in enumerate(values)}
     others = [p for p in varied_params(with_x) if p != x]
-    figure, axes = _figure(title)
-    for metric in metrics:
+    figure, axes = _figure(title, len(metrics))
+    for panel, metric in zip(axes, metrics):
         for label, points in _lines(with_x, x, metric, others, position):
-            axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
-    if numeric:
-        xs = [v for v in position.values() if v is not None]
-        if xs and min(xs) > 0 and max(xs) / min(xs) >= 100:
-            axes.set_xscale("log")
-    else:
-        axes.set_xticks(list(position.values()), values, rotation=30 if len(values) > 5 else 0)
-    axes.set_xlabel(x)
-    axes.set_ylabel(metrics[0] if len(metrics) == 1 else "last value")
+            panel.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+        if numeric and log_axis(list(position.values())):
+            panel.set_xscale("log")
+        elif not numeric:
+            panel.set_xticks(list(position.values()), values, rotation=30 if len(values) > 5 else 0)
+        panel.set_xlabel(x)
+        panel.set_ylabel(metric)
     return _save(figure, axes, path)
 
 
@@ -72,7 +88,7 @@ def _lines(runs: Sequence[Run], x: str, metric: str, others: list[str],
             groups.setdefault(key, []).append((position[run.data.params[x]], run.data.metrics[metric]))
     lines = []
     for key, points in sorted(groups.items()):
-        label = metric + (f" ({', '.join(f'{p}={v}' for p, v in zip(others, key))})" if others else "")
+        label = ", ".join(f"{p}={v}" for p, v in zip(others, key)) if others else ""
         lines.append((label, sorted(points)))
     return lines
 
@@ -82,7 +98,7 @@ def plot_curves(client: MlflowClient, runs: Sequence[Run], metric: str, path: st
     """The metric's history against step, one line per run (labelled by its varied params, else
     by name and short id). Runs without that history are skipped."""
     varied = varied_params(runs)
-    figure, axes = _figure(title)
+    figure, (axes,) = _figure(title)
     drawn = 0
     for run in runs:
         history = sorted(client.get_metric_history(run.info.run_id, metric), key=lambda m: (m.step, m.timestamp))
@@ -99,4 +115,4 @@ def plot_curves(client: MlflowClient, runs: Sequence[Run], metric: str, path: st
                            f"{did_you_mean(metric, all_metrics(runs))}")
     axes.set_xlabel("step")
     axes.set_ylabel(metric)
-    return _save(figure, axes, path)
+    return _save(figure, [axes], path)

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:
     from mlflow.entities import Run
 
-NOISY_PARAMS = ("name", "description")  # the run name is its own column; free text differs always
-NOISY_PREFIXES = ("tracking.",)  # where a run was logged, not what it did
+# The run name is its own column; free text differs always; a spec's `sweep:` section is not
+# what a run did (runs logged since these became tags have none of them).
+NOISY_PARAMS = ("name", "description", "sweep")
+NOISY_PREFIXES = ("tracking.", "sweep.")  # where a run was logged, not what it did
 TEXT_COLUMNS = ("run", "id", "status")  # never right-aligned, even when they look like numbers
 MISSING = "-"
 FORMATS = ("table", "markdown", "csv")
@@ -22,7 +24,7 @@ def _is_noisy(key: str) -> bool:
 
 def varied_params(runs: Sequence[Run]) -> list[str]:
     """Params whose value differs across the runs (a missing param counts as a value), sorted;
-    `name`, `description` and `tracking.*` are left out."""
+    `name`, `description`, `sweep*` and `tracking.*` are left out."""
     keys = sorted({k for r in runs for k in r.data.params if not _is_noisy(k)})
     return [k for k in keys if len({r.data.params.get(k) for r in runs}) > 1]
 

@@ -3,7 +3,9 @@ import pytest
 import torch
 from sklearn import metrics as skm
 
-from components.metrics.standard import AUROC, F1, Accuracy, MeanSquaredError
+from components.metrics.standard import (
+    AUROC, F1, Accuracy, MeanAbsoluteError, MeanSquaredError, R2Score, RootMeanSquaredError,
+)
 
 rng = np.random.default_rng(0)
 MULTI_LOGITS = rng.normal(size=(40, 4)).astype(np.float32)
@@ -65,6 +67,25 @@ def test_mse_matches_sklearn():
     pred = rng.normal(size=(30, 1)).astype(np.float32)
     y = rng.normal(size=30).astype(np.float32)
     assert run(MeanSquaredError(), pred, y) == pytest.approx(skm.mean_squared_error(y, pred[:, 0]), rel=1e-6)
+
+
+@pytest.mark.parametrize(("metric", "expected"), [
+    (MeanAbsoluteError, skm.mean_absolute_error),
+    (RootMeanSquaredError, lambda y, p: np.sqrt(skm.mean_squared_error(y, p))),
+    (R2Score, skm.r2_score),
+])
+@pytest.mark.parametrize("targets", [1, 3])
+def test_regression_metrics_match_sklearn_over_every_value(metric, expected, targets):
+    """MAE, RMSE and R^2 (torchmetrics) pool every example and target; (N, 1) outputs meet (N,) targets."""
+    y = rng.normal(size=(30, targets)).astype(np.float32)
+    pred = (y + rng.normal(scale=0.5, size=y.shape)).astype(np.float32)
+    target = y[:, 0] if targets == 1 else y
+    assert run(metric(), pred, target) == pytest.approx(expected(y.reshape(-1), pred.reshape(-1)), rel=1e-5)
+
+
+def test_regression_metric_shape_mismatch_is_an_error():
+    with pytest.raises(ValueError, match=r"^rmse: outputs of shape \(4, 2\) do not match targets of shape \(4,\)$"):
+        RootMeanSquaredError().update(torch.zeros(4, 2), {"y": torch.zeros(4)})
 
 
 def test_width_change_is_an_error():

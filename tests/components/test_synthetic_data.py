@@ -54,6 +54,20 @@ def test_regression_shapes_and_info(n_targets, y_shape, info):
     assert data.info() == info
 
 
+def test_standardize_target_uses_train_statistics():
+    data = SyntheticRegression(n_samples=400, n_targets=2, noise=0.3, standardize_target=True)
+    raw = SyntheticRegression(n_samples=400, n_targets=2, noise=0.3)
+    train = data.split("train")["y"].double()
+    assert train.mean(0).abs().max() < 1e-5 and torch.allclose(train.std(0, unbiased=False), torch.ones(2, dtype=torch.float64))
+    restored = data.split("test")["y"].double() * torch.from_numpy(data.target_std) + torch.from_numpy(data.target_mean)
+    assert torch.allclose(restored, raw.split("test")["y"].double(), atol=1e-5)
+
+
+def test_standardize_target_of_class_labels_is_an_error():
+    with pytest.raises(ValueError, match="standardize_target applies to float"):
+        SyntheticClassification(n_samples=100, standardize_target=True).split("train")
+
+
 def test_regression_noise_is_relative_to_unit_signal():
     clean = SyntheticRegression(n_samples=5000, noise=0.0).load()["y"]
     noisy = SyntheticRegression(n_samples=5000, noise=0.5).load()["y"]

@@ -401,7 +401,9 @@ def test_reproduce_full_runs_the_seeds_sweep(tracked: str, tmp_path: Path) -> No
     assert "| headline, mean over seeds | s[test/accuracy] over seeds = [" in row and " (n=3)]" in row
     client = MlflowClient(tracked)
     experiment = client.get_experiment_by_name("demo_paper").experiment_id
-    trials = client.search_runs([experiment], "tags.`mlflow.runName` LIKE 'demo_seeds[%'")
+    [parent] = client.search_runs([experiment], "tags.`expspec.name` = 'demo_seeds' and tags.`expspec.sweep` = 'true'")
+    trials = client.search_runs([experiment], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    assert sorted(t.info.run_name for t in trials) == ["seed=0", "seed=1", "seed=2"]
     assert sorted(t.data.params["seed"] for t in trials) == ["0", "1", "2"]
     logged = client.search_runs([experiment], "tags.`expspec.tier` = 'full'")
     assert sorted(logged[0].data.metrics) == ["claim/learns", "claim/seeds_learn"]

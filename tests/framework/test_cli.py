@@ -62,7 +62,8 @@ def test_explain_shows_arguments_taken_through_kwargs(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert "    split_seed                 an integer  [default 0]" in out
     assert "    val_fraction               a number >= 0 and < 1  [default 0.1]" in out
-    assert "  split_seed, standardize, num_workers: from components.data.base:ArrayDataModule (**kwargs)" in out
+    assert ("  split_seed, standardize, num_workers, standardize_target: from components.data.base:ArrayDataModule"
+            " (**kwargs)") in out
     assert "    num_workers                an integer >= 0  [default 0]\n      DataLoader worker processes" in out  # from the base's docstring
     assert main(["explain", "fvu"]) == 0
     assert "(any other keyword: a **kwargs that cannot be followed into a base class)" in capsys.readouterr().out

@@ -11,6 +11,7 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from framework.compare import add_parser, plot_curves, plot_vs_param, render, select_runs, varied_params
+from framework.compare.plots import log_axis
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EXPERIMENT = "compare_demo"
@@ -168,3 +169,32 @@ def test_errors(sweep: Sweep, capsys: pytest.CaptureFixture[str], argv: list[str
     out, err = capsys.readouterr()
     assert err == message.format(uri=sweep.uri)
     assert out == ""  # checked before any output
+
+
+def _axes_of(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels of a written PNG."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return image.size
+
+
+def test_one_panel_per_metric(sweep: Sweep, tmp_path: Path) -> None:
+    runs = select_runs(sweep.client, [EXPERIMENT], "all")
+    one = plot_vs_param(runs, "loss.terms.cvm.weight", ["test/accuracy"], tmp_path / "one.png")
+    two = plot_vs_param(runs, "loss.terms.cvm.weight", ["test/accuracy", "test/dp_gap"], tmp_path / "two.png")
+    assert _axes_of(one) == (840, 540)  # 7 x 4.5 in at 120 dpi
+    assert _axes_of(two) == (1008, 432)  # two 4.2 x 3.6 in panels side by side
+
+
+@pytest.mark.parametrize(("values", "log"), [
+    ([0.001, 0.01, 0.1], True),      # 100x
+    ([1.0, 3.0, 10.5], True),        # just over 10x
+    ([1.0, 10.0], False),            # exactly 10x: linear
+    ([0.0, 3.0, 15.0], False),       # zero cannot sit on a log axis
+    ([-1.0, 100.0], False),
+    ([None, 2.0, 50.0], True),       # non-numeric entries are ignored
+    ([], False),
+])
+def test_log_axis_when_values_span_more_than_10x(values: list, log: bool) -> None:
+    assert log_axis(values) is log

@@ -49,7 +49,7 @@ def test_four_parallel_runs_into_one_sqlite_store(tracked: str) -> None:
     processes = [_exp(["run", TINY, f"name={name}", f"seed={i}", *SHORT]) for i, name in enumerate(names)]
     outputs = [p.communicate(timeout=600)[0] for p in processes]
     assert [p.returncode for p in processes] == [0] * 4, "\n".join(outputs)
-    runs = {r.data.tags["mlflow.runName"]: r for r in _runs(client, "cvm_fairness") if r.data.tags.get("mlflow.runName") in names}
+    runs = {r.data.tags["expspec.name"]: r for r in _runs(client, "cvm_fairness") if r.data.tags.get("expspec.name") in names}
     assert sorted(runs) == names
     for run in runs.values():
         assert run.info.status == "FINISHED"
@@ -70,5 +70,5 @@ def test_four_first_runs_on_a_store_that_does_not_exist_yet(tracked: str, tmp_pa
     outputs = [p.communicate(timeout=600)[0] for p in processes]
     assert [p.returncode for p in processes] == [0] * 4, "\n".join(outputs)
     client = MlflowClient(store)
-    runs = {r.data.tags["mlflow.runName"]: r for r in _runs(client, "cvm_fairness")}
+    runs = {r.data.tags["expspec.name"]: r for r in _runs(client, "cvm_fairness")}
     assert sorted(runs) == names and all(r.info.status == "FINISHED" for r in runs.values())

@@ -11,7 +11,7 @@ from mlflow.tracking import MlflowClient
 
 from framework.errors import SpecError
 from framework.runner import run
-from framework.tracking import flatten
+from framework.tracking import Tracker, flatten, readme_title, run_name_for
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "specs/cvm_fairness/tiny.yaml"
@@ -29,7 +29,13 @@ def test_finished_run_carries_params_tags_artifact_metrics(tracked: str) -> None
     assert params["model.activation"] == "relu"  # a default, filled in
     assert params["loss.terms.cvm.type"] == "cvm_dependence" and params["loss.terms.cvm.weight"] == "10.0"
     assert params["trainer.max_steps"] == "4"
+    assert "name" not in params and "description" not in params  # bookkeeping: tags
     tags = info.data.tags
+    assert tags["expspec.name"] == "cvm-tiny"
+    assert info.info.run_name.startswith("cvm-tiny max_steps=4 log_every_n_steps=1")  # what differs
+    experiment = client.get_experiment(info.info.experiment_id).tags
+    assert experiment["mlflow.note.content"] == readme_title(TINY) != ""
+    assert experiment["mlflow.experimentKind"] == "custom_model_development"
     assert len(tags["expspec.spec_hash"]) == 16
     assert tags["expspec.spec_path"].endswith("specs/cvm_fairness/tiny.yaml")
     assert tags["expspec.overrides"] == " ".join(SHORT)
@@ -75,3 +81,43 @@ def test_flatten() -> None:
     assert flatten({"a": {"b": [1, 2], "c": None}, "n": [{"type": "x"}], "e": {}}) == {
         "a.b": "[1, 2]", "a.c": "null", "n.0.type": "x", "e": "{}",
     }
+
+
+@pytest.mark.parametrize(("overrides", "name"), [
+    ([], "demo"),
+    (["optimizer.lr=0.001"], "demo lr=0.001"),
+    (["optimizer.lr=0.001", "seed=1"], "demo lr=0.001 seed=1"),
+    (["name=other", "description=why"], "demo"),  # the name says it
+    (["model={type: mlp, in_features: 6, hidden: [32, 32], out_features: 2}"], "demo model={type: mlp, in_features: 6, hidde…"),
+])
+def test_run_name_for(overrides: list[str], name: str) -> None:
+    assert run_name_for("demo", overrides) == name
+
+
+def test_readme_title(tmp_path: Path) -> None:
+    (tmp_path / "paper").mkdir()
+    (tmp_path / "README.md").write_text("# demo: a paper in one line\n\nmore\n")
+    assert readme_title(tmp_path / "paper" / "a.yaml") == "demo: a paper in one line"
+    assert readme_title(ROOT / "specs/cvm_fairness/tiny.yaml").startswith("cvm_fairness: group fairness")
+
+
+def test_top_level_run_names_differ_when_the_specs_differ(tracked: str) -> None:
+    """A short spec hash joins the name once the experiment has a top-level run of that name
+    with another hash; the same spec keeps its name; a stage is named by its stage."""
+    op = {"name": "names-demo", "paper": "run_names", "description": "", "tracking": {"uri": None}}
+
+    def started(spec_hash: str, overrides: list[str] = [], parent: str | None = None) -> str:
+        tracker = Tracker(op if parent is None else {**op, "name": "names-demo/train"}, "demo.yaml", spec_hash,
+                          overrides, parent_run_id=parent)
+        tracker.start(log_params=False)
+        tracker.finish()
+        return MlflowClient(tracked).get_run(tracker.run_id).info.run_name
+
+    first = started("aaaaaa1111111111")
+    assert first == "names-demo"
+    assert started("bbbbbb2222222222") == "names-demo #bbbbbb"
+    assert started("aaaaaa1111111111") == "names-demo"  # the same spec, run again
+    assert started("cccccc3333333333", ["optimizer.lr=0.1"]) == "names-demo lr=0.1"
+    parent = MlflowClient(tracked).search_runs([MlflowClient(tracked).get_experiment_by_name("run_names").experiment_id],
+                                               max_results=1)[0].info.run_id
+    assert started("dddddd4444444444", [], parent) == "train"

@@ -165,7 +165,7 @@ def test_schema_says_where_inherited_arguments_are_declared(toys: None) -> None:
 
 
 BASE_DATA_DEFAULTS = {"batch_size": 64, "val_fraction": 0.15, "test_fraction": 0.15, "split_seed": 0,
-                      "standardize": True, "num_workers": 0}
+                      "standardize": True, "num_workers": 0, "standardize_target": False}
 
 
 @pytest.mark.parametrize(

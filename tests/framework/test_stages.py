@@ -59,7 +59,7 @@ def test_init_from_spec_reuses_the_cached_run(tracked: str, tmp_path: Path) -> N
 
     def pretrain_runs() -> int:
         experiment = client.get_experiment_by_name("cvm_fairness")
-        return len(client.search_runs([experiment.experiment_id], "tags.`mlflow.runName` = 'pretrain'"))
+        return len(client.search_runs([experiment.experiment_id], "tags.`expspec.name` = 'pretrain'"))
 
     before = pretrain_runs() if client.get_experiment_by_name("cvm_fairness") else 0
     first = run(finetune)
@@ -87,7 +87,7 @@ def test_init_overrides_give_each_seed_its_own_upstream(tracked: str, tmp_path: 
 
     def pretrain_runs() -> int:
         experiment = client.get_experiment_by_name("cvm_fairness")
-        return len(client.search_runs([experiment.experiment_id], "tags.`mlflow.runName` = 'pretrain_seeded'"))
+        return len(client.search_runs([experiment.experiment_id], "tags.`expspec.name` = 'pretrain_seeded'"))
 
     seed0, seed1 = run(finetune, ["seed=0"]), run(finetune, ["seed=1"])
     upstreams = [plan_hash(prepare(pretrain, [f"seed={s}"]), pretrain) for s in (0, 1)]

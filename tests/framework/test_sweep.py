@@ -36,7 +36,7 @@ def test_trials_are_children_and_rerun_skips_finished(tracked: str, tmp_path: Pa
     client = MlflowClient(tracked)
     children = [client.get_run(o.run_id) for o in result.outcomes]
     assert {c.data.tags["mlflow.parentRunId"] for c in children} == {result.parent_run_id}
-    assert [c.data.tags["mlflow.runName"] for c in children] == ["sweep-test[weight=0.0]", "sweep-test[weight=5.0]"]
+    assert [c.data.tags["mlflow.runName"] for c in children] == ["weight=0.0", "weight=5.0"]  # the parent names the spec
     assert [c.data.params["loss.terms.cvm.weight"] for c in children] == ["0.0", "5.0"]
     assert [c.data.params["hardware.threads"] for c in children] == ["1", "1"]  # the spec says 1 (and 2 cores / 2 jobs allow 1)
     assert client.get_run(result.parent_run_id).info.status == "FINISHED"
@@ -45,6 +45,37 @@ def test_trials_are_children_and_rerun_skips_finished(tracked: str, tmp_path: Pa
     assert [o.status for o in again.outcomes] == [SKIPPED, SKIPPED]
     assert again.parent_run_id == result.parent_run_id
     assert any(line.startswith("[skip] weight=0.0: already finished") for line in lines)
+    assert not any(line.startswith("[link]") for line in lines)  # already children of this parent
+
+
+def test_reused_trials_are_linked_into_a_new_sweep_and_temp_folders_removed(
+        tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wider grid is a new sweep (a new parent): the trials an earlier sweep finished are
+    linked into it, so its parent holds every grid point."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "a").mkdir()
+    first = run_sweep(_spec(tmp_path / "a", "{loss.terms.cvm.weight: [1.0]}"), SHORT, echo=lambda line: None)
+    lines: list[str] = []
+    wider = run_sweep(_spec(tmp_path, "{loss.terms.cvm.weight: [1.0, 2.0]}"), SHORT, echo=lines.append)
+    assert wider.parent_run_id != first.parent_run_id
+    assert [o.status for o in wider.outcomes] == [SKIPPED, FINISHED]
+    client = MlflowClient(tracked)
+    experiment = client.get_run(wider.parent_run_id).info.experiment_id
+    children = client.search_runs([experiment], f"tags.`mlflow.parentRunId` = '{wider.parent_run_id}'")
+    assert sorted(c.info.run_name for c in children) == ["weight=1.0", "weight=2.0"]
+    linked = next(c for c in children if c.info.run_name == "weight=1.0")
+    original = client.get_run(first.outcomes[0].run_id)
+    assert linked.data.tags["expspec.linked_from"] == original.info.run_id
+    assert linked.info.status == "FINISHED" and linked.data.params == original.data.params
+    assert linked.data.metrics == original.data.metrics
+    assert len(client.get_metric_history(linked.info.run_id, "train/loss")) == \
+        len(client.get_metric_history(original.info.run_id, "train/loss"))
+    assert original.data.tags["mlflow.parentRunId"] == first.parent_run_id  # the original stays
+    assert wider.outcomes[0].run_id == linked.info.run_id
+    assert f"[link] weight=1.0: run {original.info.run_id[:8]} linked into this sweep as run {linked.info.run_id[:8]}" \
+        " (a copy of its params, metrics and tags)" in lines
+    assert list((tmp_path / "tmp").iterdir()) == []  # the trials' result and log files are gone
 
 
 def test_failures_reported_and_summarized(tracked: str, tmp_path: Path) -> None:
@@ -55,7 +86,8 @@ def test_failures_reported_and_summarized(tracked: str, tmp_path: Path) -> None:
     assert [o.status for o in result.outcomes] == [FINISHED, FAILED]
     assert "is 5 but the data has in_features = 6" in result.outcomes[1].message
     assert any("in_features=5: FAILED" in line for line in lines)
-    assert lines[-1].startswith("summary: 1 finished, 1 failed")
+    assert lines[-2].startswith("summary: 1 finished, 1 failed")
+    assert lines[-1].startswith(f"compare: exp compare {result.parent_run_id}   browse: exp ui   (store ")
     assert MlflowClient(tracked).get_run(result.parent_run_id).info.status == "FAILED"
 
 
@@ -117,7 +149,7 @@ def test_a_killed_or_crashed_trial_ends_only_itself(tracked: str, tmp_path: Path
     assert "is 5 but the data has in_features = 6" in result.outcomes[1].message
     client = MlflowClient(tracked)
     experiment = client.get_experiment_by_name("sweep_test").experiment_id
-    [killed] = client.search_runs([experiment], "tags.`mlflow.runName` = 'sweep-test[in_features=6,max_steps=20000]'")
+    [killed] = client.search_runs([experiment], "tags.`mlflow.runName` = 'in_features=6,max_steps=20000'")
     assert killed.info.status == "KILLED" and "ended without closing the run" in killed.data.tags["expspec.error"]
 
 
@@ -156,7 +188,7 @@ def _first_running(uri: str, paper: str, timeout: float = 600) -> Any:
 def _kill_first_running(uri: str, timeout: float = 600) -> None:
     """SIGKILL the process of the first RUNNING trial of experiment sweep_test (the one that trains long)."""
     run = _first_running(uri, "sweep_test", timeout)
-    assert run.data.tags["mlflow.runName"].endswith("max_steps=20000]")
+    assert run.data.tags["mlflow.runName"].endswith("max_steps=20000")
     os.kill(int(run.data.tags["expspec.pid"]), signal.SIGKILL)
 
 
