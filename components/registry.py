@@ -21,6 +21,7 @@ ENTRIES = {
         "image_folder": "components.data.images:ImageFolder",
         "char_text": "components.data.text:CharText",
         "token_file": "components.data.text:TokenFile",
+        "mqar": "components.data.recall:MQAR",
     },
     "losses": {
         "cross_entropy": "components.losses.basic:CrossEntropy",
@@ -42,6 +43,7 @@ ENTRIES = {
         "auroc": "components.metrics.standard:AUROC",
         "f1": "components.metrics.standard:F1",
         "mse": "components.metrics.standard:MeanSquaredError",
+        "masked_accuracy": "components.metrics.recall:MaskedAccuracy",
     },
     "callbacks": {
         "checkpoint": "lightning.pytorch.callbacks:ModelCheckpoint",
