@@ -22,6 +22,7 @@ ENTRIES = {
         "image_folder": "components.data.images:ImageFolder",
         "char_text": "components.data.text:CharText",
         "token_file": "components.data.text:TokenFile",
+        "mqar": "components.data.recall:MQAR",
     },
     "losses": {
         "cross_entropy": "components.losses.basic:CrossEntropy",
@@ -46,6 +47,7 @@ ENTRIES = {
         "mae": "components.metrics.standard:MeanAbsoluteError",
         "rmse": "components.metrics.standard:RootMeanSquaredError",
         "r2": "components.metrics.standard:R2Score",
+        "masked_accuracy": "components.metrics.recall:MaskedAccuracy",
     },
     "callbacks": {
         "checkpoint": "lightning.pytorch.callbacks:ModelCheckpoint",

@@ -1,0 +1,115 @@
+"""A small causal LM whose blocks take their sequence mixer by name from the spec.
+
+Pre-LayerNorm blocks x + mixer(ln(x)), then + mlp(ln(x)); learned absolute positions; tied input and
+output embeddings; GPT-2 initialisation (as `transformer_lm`). The mixer node (`sequence_mixers`
+table: `softmax_attention`, `linear_attention` with a feature map, ...) is a factory called once per
+layer with d_model, so each layer has its own weights. Used by llops (specs/llops/) and meant for
+the LM papers that follow (a new mixer is a new table entry, not a new model).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+import torch
+from torch import nn
+
+from components.kinds import Kind
+from components.types import NonNegativeInt, PositiveInt, ProperFraction
+
+SequenceMixer = Annotated[Any, Kind("sequence_mixers")]
+
+
+class ShortConv(nn.Module):
+    """Depthwise causal convolution over positions, (B, L, d) -> (B, L, d): position t mixes
+    positions t - width + 1 .. t, one filter per channel (the short convolution of H3, Based and
+    Mamba before their sequence mixers). Initialised as the identity (the last tap 1)."""
+
+    def __init__(self, d_model: int, width: int) -> None:
+        super().__init__()
+        self.width = width
+        self.conv = nn.Conv1d(d_model, d_model, width, groups=d_model, padding=width - 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x.transpose(1, 2))[..., : x.shape[1]].transpose(1, 2)
+
+
+class MixerBlock(nn.Module):
+    """x + mixer(conv(ln(x))), then + mlp(ln(x)); the residual stream after the block. conv is a
+    `ShortConv` when short_conv > 0, else the identity."""
+
+    def __init__(self, mixer: nn.Module, d_model: int, mlp_ratio: int, dropout: float, short_conv: int = 0) -> None:
+        super().__init__()
+        self.mixer = mixer
+        self.conv = ShortConv(d_model, short_conv) if short_conv else nn.Identity()
+        self.ln_mix, self.ln_mlp = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(),
+                                 nn.Linear(mlp_ratio * d_model, d_model))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.drop(self.mixer(self.conv(self.ln_mix(x))))
+        return x + self.drop(self.mlp(self.ln_mlp(x)))
+
+
+class CausalLM(nn.Module):
+    """Causal LM with pluggable mixers: token ids (B, L) -> next-token logits (B, L, vocab_size).
+
+    Args:
+        vocab_size: Number of token ids (the data's vocabulary).
+        mixer: The sequence mixer node, built once per layer with d_model.
+        d_model: Width of the residual stream.
+        n_layers: Number of blocks.
+        max_len: Longest sequence the position table covers.
+        mlp_ratio: MLP hidden width as a multiple of d_model.
+        dropout: Dropout on the embeddings and block outputs, in [0, 1).
+        short_conv: Width of a depthwise causal convolution before each mixer (`ShortConv`, as in
+            H3, Based and Mamba); 0 for none.
+    """
+
+    def __init__(
+        self,
+        vocab_size: PositiveInt,
+        mixer: SequenceMixer,
+        d_model: PositiveInt = 64,
+        n_layers: PositiveInt = 2,
+        max_len: PositiveInt = 128,
+        mlp_ratio: PositiveInt = 4,
+        dropout: ProperFraction = 0.0,
+        short_conv: NonNegativeInt = 0,
+    ) -> None:
+        super().__init__()
+        if not callable(mixer):
+            raise TypeError(f"mixer must be a sequence-mixer factory, got {type(mixer).__name__}")
+        self.vocab_size, self.d_model, self.max_len = vocab_size, d_model, max_len
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.position = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(MixerBlock(mixer(d_model=d_model), d_model, mlp_ratio, dropout, short_conv)
+                                    for _ in range(n_layers))
+        self.ln_final = nn.LayerNorm(d_model)
+        self.drop = nn.Dropout(dropout)
+        for name, module in self.named_modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)) and ".feature_map" not in name:
+                nn.init.normal_(module.weight, std=0.02)
+                if isinstance(module, nn.Linear) and module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        for block in self.blocks:  # GPT-2: residual projections scaled by 1/sqrt(2 n_layers)
+            for linear in (getattr(block.mixer, "proj", None), block.mlp[2]):
+                if linear is not None:
+                    nn.init.normal_(linear.weight, std=0.02 / math.sqrt(2 * n_layers))
+            if isinstance(block.conv, ShortConv):
+                nn.init.zeros_(block.conv.conv.weight)
+                nn.init.zeros_(block.conv.conv.bias)
+                with torch.no_grad():
+                    block.conv.conv.weight[:, 0, -1] = 1.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 2:
+            raise ValueError(f"causal_lm takes token ids of shape (B, L), got {tuple(x.shape)}")
+        if x.shape[1] > self.max_len:
+            raise ValueError(f"sequence length {x.shape[1]} exceeds max_len = {self.max_len}")
+        h = self.drop(self.embed(x) + self.position(torch.arange(x.shape[1], device=x.device)))
+        for block in self.blocks:
+            h = block(h)
+        return self.ln_final(h) @ self.embed.weight.T

@@ -1,0 +1,59 @@
+"""components/sequence/lm.py: the causal LM with pluggable mixers."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from components.sequence.attention import LinearAttention, SoftmaxAttention
+from components.sequence.feature_maps import LLoPSLearned
+from components.sequence.lm import CausalLM, ShortConv
+
+LINEAR = functools.partial(LinearAttention, feature_map=functools.partial(LLoPSLearned, rank=2), n_heads=2)
+
+
+@pytest.mark.parametrize("mixer", [functools.partial(SoftmaxAttention, n_heads=2), LINEAR], ids=["softmax", "llops"])
+def test_logits_are_causal_and_shaped(mixer: object) -> None:
+    torch.manual_seed(0)
+    model = CausalLM(vocab_size=11, mixer=mixer, d_model=16, n_layers=2, max_len=12, short_conv=3)
+    x = torch.randint(0, 11, (3, 12))
+    changed = x.clone()
+    changed[:, 8:] = (x[:, 8:] + 1) % 11
+    logits, logits_changed = model(x), model(changed)
+    assert logits.shape == (3, 12, 11)
+    assert torch.allclose(logits[:, :8], logits_changed[:, :8], atol=1e-6)
+    assert not torch.allclose(logits[:, 8:], logits_changed[:, 8:], atol=1e-4)
+
+
+def test_each_layer_gets_its_own_mixer() -> None:
+    model = CausalLM(vocab_size=5, mixer=LINEAR, d_model=8, n_layers=3)
+    maps = [block.mixer.feature_map.projections for block in model.blocks]
+    assert len({id(p) for p in maps}) == 3
+
+
+def test_short_conv_starts_as_the_identity_and_is_causal() -> None:
+    conv = ShortConv(4, width=3)
+    torch.nn.init.zeros_(conv.conv.weight)
+    torch.nn.init.zeros_(conv.conv.bias)
+    with torch.no_grad():
+        conv.conv.weight[:, 0, -1] = 1.0
+        x = torch.randn(2, 6, 4)
+        assert torch.equal(conv(x), x)
+        conv.conv.weight[:, 0, 0] = 1.0   # now x_t + x_{t-2}
+        expected = x.clone()
+        expected[:, 2:] += x[:, :-2]
+        assert torch.allclose(conv(x), expected)
+    model = CausalLM(vocab_size=5, mixer=LINEAR, d_model=8, short_conv=2)
+    assert torch.equal(model.blocks[0].conv.conv.weight[:, 0], torch.tensor([[0.0, 1.0]] * 8))
+
+
+def test_errors_name_the_problem() -> None:
+    model = CausalLM(vocab_size=5, mixer=LINEAR, d_model=8, max_len=4)
+    with pytest.raises(ValueError, match="sequence length 5 exceeds max_len = 4"):
+        model(torch.zeros(1, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"takes token ids of shape \(B, L\), got \(4,\)"):
+        model(torch.zeros(4, dtype=torch.long))
+    with pytest.raises(TypeError, match="mixer must be a sequence-mixer factory, got int"):
+        CausalLM(vocab_size=5, mixer=3)
