@@ -282,6 +282,9 @@ def component_schema(kind: str, name: str) -> dict[str, Any]:
     logged = vars(target).get("LOGGED_METRICS") if inspect.isclass(target) else None
     if logged:  # the metric keys a task logs (framework.validate checks `monitor:` against them)
         node["x-logs"] = list(logged)
+    defaults = vars(target).get("DEFAULT_METRICS") if inspect.isclass(target) else None
+    if defaults:  # the metrics a task reports when a spec lists none (framework.validate fills them in)
+        node["x-default-metrics"] = list(defaults)
     # Where the arguments taken through **kwargs are declared (`exp explain` shows their docs).
     inherited = {f"{base.__module__}:{base.__qualname__}": [n for n in names if n in properties]
                  for base, names in built.bases.items()}

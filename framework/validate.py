@@ -779,11 +779,21 @@ def validate(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = N
             nodes[field] = [check(item, kind, (field, i)) for i, item in enumerate(value)]
         else:
             nodes[field] = check(value, kind, (field,))
+    if data.get("metrics") is None and not checker.problems:  # not written (`metrics: []` is a choice)
+        defaults = _default_metrics(schemas, nodes.get("task"))
+        nodes.update(metrics=[check({"type": name}, "metrics", ("metrics", i)) for i, name in enumerate(defaults)])
     if not checker.problems:
         checker.monitors(nodes)
     if checker.problems or dumped is None:
         raise SpecError(sorted(checker.problems, key=problem_order))
     return {**dumped, **nodes}
+
+
+def _default_metrics(schemas: Schemas, task: Any) -> list[str]:
+    """The metrics the spec's task reports when the spec lists none (its `x-default-metrics`)."""
+    if not isinstance(task, dict) or not isinstance(task.get("type"), str):
+        return []
+    return list(schemas.component("tasks", task["type"]).get("x-default-metrics") or [])
 
 
 def logged_metrics(templates: list[str], nodes: dict[str, Any]) -> list[str]:

@@ -198,7 +198,12 @@ class Classification(Supervised):
 
 
 class Regression(Supervised):
-    """Regression: the model's `out_features` must equal the data's number of targets."""
+    """Regression: the model's `out_features` must equal the data's number of targets. A spec that
+    lists no `metrics` reports DEFAULT_METRICS (MAE, RMSE, R^2; `metrics: []` reports none)."""
+
+    # Filled into the operative spec by `exp validate` (the schema's `x-default-metrics`), so they
+    # are in `exp show`, the spec hash and MLflow's params like metrics a spec writes.
+    DEFAULT_METRICS = ("mae", "rmse", "r2")
 
     @staticmethod
     def check_data(info: dict[str, int], model_args: dict[str, Any]) -> list[tuple[str, str]]:

@@ -121,3 +121,17 @@ def test_top_level_run_names_differ_when_the_specs_differ(tracked: str) -> None:
     parent = MlflowClient(tracked).search_runs([MlflowClient(tracked).get_experiment_by_name("run_names").experiment_id],
                                                max_results=1)[0].info.run_id
     assert started("dddddd4444444444", [], parent) == "train"
+
+
+def test_regression_without_metrics_reports_mae_rmse_r2(tracked: str, tmp_path: Path) -> None:
+    """What a first regression spec reports with no `metrics:` written: MAE, RMSE and R^2 (test
+    split), from torchmetrics, next to the loss."""
+    spec = tmp_path / "regression.yaml"
+    spec.write_text("name: first-regression\npaper: scratch\ntask: {type: regression}\n"
+                    "data: {type: synthetic_regression, n_samples: 300, n_features: 4, batch_size: 50}\n"
+                    "model: {type: mlp, in_features: 4, out_features: 1}\nloss: {type: mse}\n"
+                    "optimizer: {type: adam, lr: 0.01}\nhardware: {accelerator: cpu, devices: 1, threads: 1}\n"
+                    "trainer: {max_steps: 20}\n")
+    result = run(spec)
+    assert {"test/mae", "test/rmse", "test/r2"} <= set(result.metrics)
+    assert result.metrics["test/rmse"] >= result.metrics["test/mae"] > 0  # RMSE >= MAE always

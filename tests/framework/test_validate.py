@@ -371,3 +371,22 @@ def test_nested_section_errors_are_located(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(SpecError) as error:
         validate(load_spec(tmp_path / "b.yaml"), CommittedSchemas())
     assert [str(p) for p in error.value.problems] == [message]
+
+
+def test_regression_reports_mae_rmse_r2_unless_the_spec_lists_metrics(tmp_path) -> None:
+    """A regression spec without `metrics` gets the task's DEFAULT_METRICS in its operative spec
+    (so `exp show`, the hash and the run have them); `metrics: []` or a list of its own is kept."""
+    from framework.loader import load_spec
+    from framework.schema import CommittedSchemas
+    from framework.validate import validate
+
+    base = ("name: r\npaper: p\ntask: {type: regression}\nmodel: {type: mlp, in_features: 4, out_features: 1}\n"
+            "data: {type: synthetic_regression, n_features: 4}\nloss: {type: mse}\n")
+    cases = {"": ["mae", "rmse", "r2"], "metrics: []\n": [], "metrics: [{type: mae}]\n": ["mae"]}
+    for extra, expected in cases.items():
+        path = tmp_path / "spec.yaml"
+        path.write_text(base + extra)
+        operative = validate(load_spec(path), CommittedSchemas())
+        assert [m["type"] for m in operative["metrics"]] == expected, extra
+    path.write_text(base.replace("regression", "classification").replace("synthetic_regression", "synthetic_classification"))
+    assert validate(load_spec(path), CommittedSchemas())["metrics"] == []  # classification declares no defaults
