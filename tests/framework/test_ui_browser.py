@@ -5,7 +5,7 @@
 Screenshots go to $EXPSPEC_TEST_ARTIFACTS/ui (default: test-artifacts/ui in the repository);
 docs/mlflow_runs_table.png in the README is one of them. Without Chromium, chromedriver or
 selenium these tests skip, saying which is missing; `.ci/run` installs them and sets
-EXPSPEC_REQUIRE_BROWSER=1, which turns that skip into a failure, so CI cannot pass without them.
+EXPSPEC_CI=1, which turns that skip into a failure, so CI cannot pass without them.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def _missing() -> str | None:
 
 def _require_browser() -> None:
     missing = _missing()
-    if missing and os.environ.get("EXPSPEC_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"EXPSPEC_REQUIRE_BROWSER=1 (CI) but {missing}")
+    if missing and os.environ.get("EXPSPEC_CI") == "1":
+        pytest.fail(f"EXPSPEC_CI=1 (.ci/run) but {missing}")
     if missing:
         pytest.skip(missing)
 
