@@ -415,6 +415,19 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="exp", description="Declarative, spec-driven experiments.")
     p.add_argument("--traceback", action="store_true", help="show full tracebacks of errors")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_run_commands(sub)
+    from framework.compare import add_parser as add_compare
+
+    add_compare(sub)
+    from framework.ui import add_parser as add_ui
+
+    add_ui(sub)
+    _add_spec_commands(sub)
+    return p
+
+
+def _add_run_commands(sub: Any) -> None:
+    """run, sweep, reproduce, resume, rerun: the commands that train and track."""
     r = sub.add_parser("run", help="run a spec (fit, then test), tracked in MLflow")
     r.add_argument("spec")
     r.add_argument("overrides", nargs="*", metavar="key.path=value")
@@ -441,12 +454,10 @@ def parser() -> argparse.ArgumentParser:
         c.add_argument("run_id")
         c.add_argument("--tracking-uri", help="default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
         c.set_defaults(func=func)
-    from framework.compare import add_parser as add_compare
 
-    add_compare(sub)
-    from framework.ui import add_parser as add_ui
 
-    add_ui(sub)
+def _add_spec_commands(sub: Any) -> None:
+    """validate, show, list, explain, schema: the commands that read specs and components, no torch."""
     v = sub.add_parser("validate", help="check specs without importing torch")
     v.add_argument("paths", nargs="+")
     v.add_argument("-q", "--quiet", action="store_true", help="print only problems and the summary")
@@ -475,7 +486,6 @@ def parser() -> argparse.ArgumentParser:
     sc.add_argument("--plugins", action="store_true",
                     help="include installed plugins' components (for an editor; never in the committed file)")
     sc.set_defaults(func=cmd_schema)
-    return p
 
 
 def _describe_error(error: BaseException) -> str:
