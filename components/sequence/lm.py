@@ -1,10 +1,15 @@
 """A small causal LM whose blocks take their sequence mixer by name from the spec.
 
 Pre-LayerNorm blocks x + mixer(ln(x)), then + mlp(ln(x)); learned absolute positions; tied input and
-output embeddings; GPT-2 initialisation (as `transformer_lm`). The mixer node (`sequence_mixers`
+output embeddings; GPT-2 initialisation. The mixer node (`sequence_mixers`
 table: `softmax_attention`, `linear_attention` with a feature map, ...) is a factory called once per
 layer with d_model, so each layer has its own weights. Used by llops (specs/llops/) and meant for
-the LM papers that follow (a new mixer is a new table entry, not a new model).
+the LM papers that follow (a new mixer is a new table entry, not a new model); `transformer_lm`
+is this model with softmax attention.
+
+Internals: `hidden_states(x)` returns the residual stream after the embedding and after every block
+(the outputs of the submodules `blocks.<i>`, which forward hooks read), `residual(x, layer)` one of
+them, and `logits(h)` reads next-token logits off any of them (a logit lens).
 """
 
 from __future__ import annotations
@@ -104,12 +109,33 @@ class CausalLM(nn.Module):
                 with torch.no_grad():
                     block.conv.conv.weight[:, 0, -1] = 1.0
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def _check(self, x: torch.Tensor) -> None:
         if x.ndim != 2:
             raise ValueError(f"causal_lm takes token ids of shape (B, L), got {tuple(x.shape)}")
         if x.shape[1] > self.max_len:
             raise ValueError(f"sequence length {x.shape[1]} exceeds max_len = {self.max_len}")
+
+    def hidden_states(self, x: torch.Tensor, layers: int | None = None) -> list[torch.Tensor]:
+        """The residual stream (B, L, d_model) after the embedding and after each of the first
+        `layers` blocks (all by default): element 0 is the embedding, element i the output of
+        `blocks.<i-1>`, the module a forward hook on that name reads."""
+        self._check(x)
         h = self.drop(self.embed(x) + self.position(torch.arange(x.shape[1], device=x.device)))
-        for block in self.blocks:
-            h = block(h)
+        states = [h]
+        for block in self.blocks[: len(self.blocks) if layers is None else layers]:
+            states.append(h := block(h))
+        return states
+
+    def residual(self, x: torch.Tensor, layer: int) -> torch.Tensor:
+        """The residual stream after block `layer` (0-based): (B, L, d_model)."""
+        if not 0 <= layer < len(self.blocks):
+            raise ValueError(f"layer must be in [0, {len(self.blocks) - 1}], got {layer}")
+        return self.hidden_states(x, layer + 1)[-1]
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        """Next-token logits read from a residual stream h: (B, L, d_model) -> (B, L, vocab_size)
+        (the final LayerNorm and the tied unembedding; a logit lens on an intermediate layer)."""
         return self.ln_final(h) @ self.embed.weight.T
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.logits(self.hidden_states(x)[-1])

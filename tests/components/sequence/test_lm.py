@@ -57,3 +57,32 @@ def test_errors_name_the_problem() -> None:
         model(torch.zeros(4, dtype=torch.long))
     with pytest.raises(TypeError, match="mixer must be a sequence-mixer factory, got int"):
         CausalLM(vocab_size=5, mixer=3)
+
+
+def test_hidden_states_are_the_block_outputs_and_the_lens_of_the_last_is_the_output() -> None:
+    torch.manual_seed(0)
+    model = CausalLM(vocab_size=11, mixer=functools.partial(SoftmaxAttention, n_heads=2), d_model=16, n_layers=3, max_len=8).eval()
+    x = torch.randint(0, 11, (2, 8))
+    seen = []
+    hooks = [block.register_forward_hook(lambda _m, _i, out: seen.append(out)) for block in model.blocks]
+    states = model.hidden_states(x)
+    for hook in hooks:
+        hook.remove()
+    assert len(states) == 4 and all(s.shape == (2, 8, 16) for s in states)
+    for state, hooked in zip(states[1:], seen):
+        torch.testing.assert_close(state, hooked, rtol=0, atol=0)
+    torch.testing.assert_close(model.residual(x, 1), states[2], rtol=0, atol=0)
+    torch.testing.assert_close(model.logits(states[-1]), model(x), rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"layer must be in \[0, 2\]"):
+        model.residual(x, 3)
+
+
+def test_transformer_lm_is_causal_lm_with_softmax_attention() -> None:
+    from components.models.transformer_lm import TransformerLM
+    torch.manual_seed(0)
+    named = TransformerLM(vocab_size=11, d_model=16, n_layers=2, n_heads=2, max_len=8)
+    torch.manual_seed(0)
+    built = CausalLM(vocab_size=11, mixer=functools.partial(SoftmaxAttention, n_heads=2, dropout=0.0), d_model=16, n_layers=2,
+                     max_len=8)
+    x = torch.randint(0, 11, (2, 8))
+    torch.testing.assert_close(named(x), built(x), rtol=0, atol=0)
