@@ -36,6 +36,36 @@ def scheduler_interval(factory: Callable[..., Any]) -> str:
     return "step" if param is None or param.default is param.empty else param.default
 
 
+def base_hyperparameter(optimizer: Callable[..., Any], name: str) -> float | None:
+    """The value an optimizer factory (a functools.partial) gives `name` (e.g. lr): set in the spec,
+    else the optimizer's default, else None."""
+    keywords = getattr(optimizer, "keywords", {})
+    if name in keywords:
+        return keywords[name]
+    param = inspect.signature(getattr(optimizer, "func", optimizer)).parameters.get(name)
+    return None if param is None or param.default is param.empty else param.default
+
+
+def scaled_groups(groups: list[dict[str, Any]], optimizer: Callable[..., Any]) -> list[dict[str, Any]]:
+    """torch parameter groups from a model's `parameter_groups()`: each entry {"params": [...],
+    "lr_scale": s, "weight_decay_scale": w, ...} becomes a group whose lr is the optimizer's lr x s
+    (and weight_decay x w); other keys pass through (e.g. "name"). This is how width
+    parametrizations (muP and its relatives) give each tensor its own learning rate while the spec
+    keeps one `optimizer.lr` to sweep. Every trainable parameter must be in exactly one group."""
+    scaled = []
+    for group in groups:
+        group = dict(group)
+        for key, name in (("lr_scale", "lr"), ("weight_decay_scale", "weight_decay")):
+            if key in group:
+                base = base_hyperparameter(optimizer, name)
+                if base is None:
+                    raise ValueError(f"parameter group {group.get('name', len(scaled))!r} sets {key} but the "
+                                     f"optimizer has no {name}")
+                group[name] = base * group.pop(key)
+        scaled.append(group)
+    return scaled
+
+
 def optimizers_config(
     module: L.LightningModule,
     optimizer: Callable[..., torch.optim.Optimizer],
@@ -43,8 +73,13 @@ def optimizers_config(
     parameters: Any = None,
 ) -> Any:
     """What `configure_optimizers` returns for the optimizer and scheduler factories of a spec:
-    the scheduler gets its total number of steps at its own interval (optimizer steps or epochs)."""
-    built = optimizer(module.parameters() if parameters is None else parameters)
+    the scheduler gets its total number of steps at its own interval (optimizer steps or epochs).
+    Parameters: `parameters` when given, else the task's model's `parameter_groups()` when it
+    defines one (`scaled_groups`), else all of the module's parameters."""
+    if parameters is None:
+        groups = getattr(getattr(module, "model", None), "parameter_groups", None)
+        parameters = scaled_groups(groups(), optimizer) if callable(groups) else module.parameters()
+    built = optimizer(parameters)
     if scheduler is None:
         return built
     if scheduler_interval(scheduler) == "step":

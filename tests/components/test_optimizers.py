@@ -36,3 +36,34 @@ def test_steps_as_torch_does(ours, theirs, arguments):
 ])
 def test_argument_ranges(argument_problems, name, arguments, problems):
     assert argument_problems("optimizers", name, **arguments) == problems
+
+
+def test_a_models_parameter_groups_scale_the_spec_lr_per_group() -> None:
+    import functools
+
+    from torch import nn
+
+    from components.tasks.supervised import optimizers_config
+
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.hidden, self.readout = nn.Linear(4, 8), nn.Linear(8, 2)
+
+        def parameter_groups(self) -> list[dict]:
+            return [{"params": list(self.hidden.parameters()), "lr_scale": 1.0, "name": "hidden"},
+                    {"params": list(self.readout.parameters()), "lr_scale": 0.25, "weight_decay_scale": 0.0,
+                     "name": "readout"}]
+
+    class Task(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = Scaled()
+
+    built = optimizers_config(Task(), functools.partial(torch.optim.AdamW, lr=0.02, weight_decay=0.1), None)
+    by_name = {group["name"]: group for group in built.param_groups}
+    assert by_name["hidden"]["lr"] == 0.02 and by_name["hidden"]["weight_decay"] == 0.1
+    assert by_name["readout"]["lr"] == 0.005 and by_name["readout"]["weight_decay"] == 0.0
+    assert "lr_scale" not in by_name["readout"]
+    default_lr = optimizers_config(Task(), functools.partial(torch.optim.SGD), None)
+    assert [group["lr"] for group in default_lr.param_groups] == [0.001, 0.00025]
