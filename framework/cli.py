@@ -98,16 +98,20 @@ def _with_other_problems(unresolved: list[Problem], loaded: Any, schemas: Any) -
 PARALLEL_FILES = 200
 
 
-def check_files(files: list[Path]) -> list[SpecError | None]:
+def check_files(files: list[Path], store: Any = None) -> list[SpecError | None]:
     """Each file checked, in order (a claims.yaml as claims, anything else as a spec with every
     sweep trial): its SpecError, or None when it is valid. From PARALLEL_FILES files on, on a
     machine with several cores and `fork`, shares of the list run in forked copies of this
-    process (imports already paid), and their problems come back in order."""
+    process (imports already paid), and their problems come back in order. `store`: a
+    `framework.validate_cache.ResultCache` each result is written to, with what it read."""
+    if not files:
+        return []
     workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
                   max(1, len(files) * 2 // PARALLEL_FILES))
     if workers < 2 or "fork" not in _start_methods():
-        return [None if problems is None else SpecError(problems) for problems in _check_share(files)]
+        return [None if problems is None else SpecError(problems) for problems in _check_share(files, store)]
     import concurrent.futures
+    import functools
     import multiprocessing
 
     import framework.claims  # noqa: F401  (imported once, before the fork)
@@ -116,7 +120,8 @@ def check_files(files: list[Path]) -> list[SpecError | None]:
     size = -(-len(files) // workers)
     shares = [files[i:i + size] for i in range(0, len(files), size)]
     with concurrent.futures.ProcessPoolExecutor(len(shares), mp_context=multiprocessing.get_context("fork")) as pool:
-        done = [problems for share in pool.map(_check_share, shares) for problems in share]
+        done = [problems for share in pool.map(functools.partial(_check_share, store=store), shares)
+                for problems in share]
     return [None if problems is None else SpecError(problems) for problems in done]
 
 
@@ -126,14 +131,18 @@ def _start_methods() -> list[str]:
     return multiprocessing.get_all_start_methods()
 
 
-def _check_share(files: list[Path]) -> list[list[Problem] | None]:
-    """The problems of each file (None for a valid one): plain data, to cross a process boundary."""
+def _check_share(files: list[Path], store: Any = None) -> list[list[Problem] | None]:
+    """The problems of each file (None for a valid one): plain data, to cross a process boundary.
+    With a `store` (a ResultCache) each result is stored with the files its check read, unless it
+    read a component's live signature (then it depends on code; framework/validate_cache.py)."""
+    from framework import validate_cache
     from framework.schema import CommittedSchemas
     from framework.validate import ValidationCache
 
     schemas, cache = CommittedSchemas(), ValidationCache()
     out: list[list[Problem] | None] = []
     for path in files:
+        validate_cache.start_recording()
         try:
             if path.name == "claims.yaml":
                 _validate_claims(path)
@@ -142,7 +151,30 @@ def _check_share(files: list[Path]) -> list[list[Problem] | None]:
             out.append(None)
         except SpecError as error:
             out.append(list(error.problems))
+        reads = validate_cache.stop_recording()
+        if store is not None and not schemas.live_used:
+            problems = out[-1] or []
+            store.put(path, reads, str(SpecError(problems)) if problems else None, [p.to_json() for p in problems])
     return out
+
+
+def _validate_results(files: list[Path], use_cache: bool) -> list[tuple[str | None, list[dict[str, Any]]]]:
+    """Each file's (error text or None, problems as `--format json` writes them): stored results
+    whose inputs did not change (framework/validate_cache.py), the rest checked (`check_files`)
+    and stored."""
+    from framework.validate_cache import ResultCache
+
+    store = ResultCache() if use_cache else None
+    stored = [store.get(path) if store else None for path in files]
+    checked = iter(check_files([path for path, hit in zip(files, stored) if hit is None], store))
+    results = []
+    for hit in stored:
+        if hit is None:
+            error = next(checked)
+            hit = {"text": None if error is None else str(error),
+                   "problems": [] if error is None else [p.to_json() for p in error.problems]}
+        results.append((hit["text"], hit["problems"]))
+    return results
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -152,15 +184,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_SPEC
     failed, report = 0, []
     as_json = args.format == "json"
-    for path, error in zip(files, check_files(files)):
-        problems = error.problems if error is not None else []
-        if error is not None:
+    use_cache = not args.no_cache and os.environ.get("EXPSPEC_VALIDATE_CACHE", "1") != "0"
+    for path, (text, problems) in zip(files, _validate_results(files, use_cache)):
+        if text is not None:
             failed += 1
             if not as_json:
-                print(error, file=sys.stderr)
+                print(text, file=sys.stderr)
         if as_json:
-            report.append({"file": str(path), "valid": not problems, "problems": [p.to_json() for p in problems]})
-        elif not problems and not args.quiet:
+            report.append({"file": str(path), "valid": text is None, "problems": problems})
+        elif text is None and not args.quiet:
             print(f"ok  {path}")
     if as_json:
         import json
@@ -464,6 +496,10 @@ def _add_spec_commands(sub: Any) -> None:
     v.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one document on stdout, every file with its problems (file, line, column, "
                         "key path, message, suggestions), for editors, CI and agents")
+    v.add_argument("--no-cache", action="store_true",
+                   help="check every file, not reusing results whose inputs did not change (the cache "
+                        "lives in $EXPSPEC_CACHE_DIR/validate, default .expspec/cache/validate; "
+                        "EXPSPEC_VALIDATE_CACHE=0 turns it off too)")
     v.set_defaults(func=cmd_validate)
     s = sub.add_parser("show", help="print the operative spec")
     s.add_argument("spec")

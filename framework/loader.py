@@ -61,6 +61,7 @@ from typing import Any
 
 import yaml
 
+from framework import validate_cache
 from framework.errors import Mark, Path, Problem, SpecError, format_path
 from registry import did_you_mean
 
@@ -416,6 +417,13 @@ def parse_yaml(text: str, source: str) -> Loaded:
 
 def _unreadable(path: FsPath) -> str | None:
     """Why `path` cannot be read as a spec file, or None when it is a regular file."""
+    reason = _why_unreadable(path)
+    if reason is not None:
+        validate_cache.note_read(path, None)  # a stored validation depends on its absence too
+    return reason
+
+
+def _why_unreadable(path: FsPath) -> str | None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -440,6 +448,7 @@ def read_text(path: FsPath, source: str) -> str:
                 data = file.read(MAX_FILE_BYTES + 1)
         except OSError as error:
             reason = f"cannot read the file: {(error.strerror or str(error)).lower()}"
+    validate_cache.note_read(path, None if reason else data)  # what a stored validation depends on
     if reason:
         raise SpecError([Problem(Mark(source), (), reason)])
     if len(data) > MAX_FILE_BYTES:

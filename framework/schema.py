@@ -424,6 +424,7 @@ class CommittedSchemas:
         self.defs: dict[str, Any] = json.loads(path.read_text())["$defs"]
         self._live = LiveSchemas()
         self.live_fallback = live_fallback
+        self.live_used = False  # a result that read a live signature depends on code (validate_cache)
 
     def names(self, kind: str) -> list[str]:
         return registry.KINDS[kind].names()
@@ -433,6 +434,7 @@ class CommittedSchemas:
         if key not in self.defs:
             registry.KINDS[kind].target(name)  # raises UnknownComponent with close matches
             if is_plugin(kind, name) or self.live_fallback:
+                self.live_used = True
                 return self._live.component(kind, name)
             raise LookupError(
                 f"{registry.KINDS[kind].noun} '{name}' is registered but missing from "

@@ -45,6 +45,7 @@ import registry
 from framework.errors import Path, Problem, SpecError, format_path
 from framework.loader import Loaded
 from framework.schema import TERM_WEIGHT
+from framework.validate_cache import note_exists
 from framework.spec import NODE_SECTIONS, Hardware, Spec, Tracking, Trainer
 
 _SECTIONS: dict[str, type[BaseModel]] = {"hardware": Hardware, "trainer": Trainer, "tracking": Tracking}
@@ -475,7 +476,7 @@ class _Checker:
         starts, before any training.
         """
         checkpoint = (sections.get("init") or {}).get("checkpoint")
-        if checkpoint is not None and not pathlib.Path(checkpoint).is_file():
+        if checkpoint is not None and not note_exists(checkpoint):
             where = "" if pathlib.Path(checkpoint).is_absolute() else \
                 f" (a relative path is read from the current directory, {pathlib.Path.cwd()}, not the spec's folder)"
             self.problem(("init", "checkpoint"), f"file not found: {checkpoint}{where}")

@@ -17,6 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
 
 
+@pytest.fixture(autouse=True)
+def fresh_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`exp validate` checks every file in tests: a test that changes a component table in-process
+    must not be answered by a result another test stored. The result cache itself
+    (framework/validate_cache.py) is tested in tests/framework/test_validate_cache.py."""
+    monkeypatch.setenv("EXPSPEC_VALIDATE_CACHE", "0")
+
+
 @pytest.fixture(scope="session")
 def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A sqlite MLflow store shared by the session (creating its tables takes seconds)."""

@@ -7,6 +7,7 @@ after `pip install lab-components`.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -90,9 +91,10 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
-def exp(site: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def exp(site: Path, tmp_path: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]),
-           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}", "EXPSPEC_RUNS_DIR": str(tmp_path / "runs")}
+           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}", "EXPSPEC_RUNS_DIR": str(tmp_path / "runs"),
+           **extra_env}
     return subprocess.run([sys.executable, "-m", "framework.cli", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -122,6 +124,24 @@ def test_a_spec_naming_a_plugin_component_validates_and_runs(plugin_site: Path, 
     assert run.info.status == "FINISHED"
     assert run.data.params["model.type"] == "lab_linear" and run.data.params["model.scale"] == "0.5"
     assert 0.0 <= run.data.metrics["test/accuracy"] <= 1.0
+
+
+def test_a_validation_that_read_a_plugin_signature_is_not_stored(plugin_site: Path, tmp_path: Path) -> None:
+    """Its result depends on the plugin's code, which the validate cache does not fingerprint
+    (framework/validate_cache.py); a spec of this repository's own components is stored."""
+    spec = tmp_path / "lab.yaml"
+    spec.write_text(textwrap.dedent(SPEC).lstrip())
+    own = tmp_path / "own.yaml"
+    own.write_text(spec.read_text().replace("type: lab_linear, in_features: 6, out_features: 2, scale: 0.5",
+                                            "type: mlp, in_features: 6, out_features: 2"))
+    cache = tmp_path / "cache"
+    # own first: from the first live read on, a command stores nothing more (a node checked once is
+    # reused by later specs, so a later result may rest on a live signature without reading it)
+    out = exp(plugin_site, tmp_path, "validate", str(own), str(spec), EXPSPEC_VALIDATE_CACHE="1",
+              EXPSPEC_CACHE_DIR=str(cache))
+    assert out.returncode == 0, out.stdout + out.stderr
+    stored = [json.loads(p.read_text())["path"] for p in (cache / "validate").glob("*.json")]
+    assert stored == [str(own)]
 
 
 def test_without_the_plugin_the_name_is_unknown(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from framework.claims.expressions import parse_check, used_aliases
 from framework.errors import Problem, SpecError
 from framework.loader import Loaded, apply_overrides, load_file, load_spec
+from framework.validate_cache import note_exists
 
 CLAIMS_FILE = "claims.yaml"
 DEFAULT_TIER, FULL_TIER = "default", "full"
@@ -127,7 +128,7 @@ def _paper_and_runs(claims: ClaimsFile, loaded: Loaded, folder: Path) -> list[Pr
         problems.append(Problem(loaded.value_mark(("paper",)), ("paper",),
                                 f"paper '{claims.paper}' differs from the folder name '{name}'"))
     for alias, ref in claims.runs.items():
-        if not (folder / ref.spec).is_file():
+        if not note_exists(folder / ref.spec):
             problems.append(Problem(loaded.value_mark(("runs", alias, "spec")), ("runs", alias, "spec"),
                                     f"spec file not found: {folder / ref.spec}"))
     return problems
@@ -256,7 +257,7 @@ def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str],
         if not isinstance(init, dict) or not init.get("spec") or not isinstance(other, dict):
             continue
         upstream = spec.parent / str(init["spec"])
-        if upstream.resolve() in seen or not upstream.is_file():
+        if upstream.resolve() in seen or not note_exists(upstream):
             continue  # a cycle or a missing file is the spec's own error
         up_first = [str(o) for o in init.get("overrides") or []]
         up_second = [str(o) for o in other.get("overrides") or []]

@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from framework.compare.plots import plot_curves, plot_vs_param
 from framework.compare.selection import (
-    EXIT_NO_RUNS, STATUSES, CompareError, Selection, find_run, resolve_targets,
+    EXIT_NO_RUNS, STATUSES, CompareError, Selection, did_you_mean, find_run, resolve_targets,
 )
 from framework.compare.tables import (
     FORMATS, all_metrics, all_params, default_metrics, render, table_rows, varied_params,
 )
-from registry import did_you_mean
 
 if TYPE_CHECKING:
     from mlflow.entities import Run

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from framework.compare.selection import CompareError
+from framework.compare.selection import CompareError, did_you_mean
 from framework.compare.tables import MISSING, all_metrics, all_params, number, run_label, varied_params
-from registry import did_you_mean
 
 if TYPE_CHECKING:
     from mlflow.entities import Run

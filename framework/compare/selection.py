@@ -7,8 +7,6 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from registry import did_you_mean
-
 if TYPE_CHECKING:
     from mlflow.entities import Run
     from mlflow.tracking import MlflowClient
@@ -18,6 +16,14 @@ PARENT_TAG = "mlflow.parentRunId"
 STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING", "SCHEDULED", "ALL")
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 _RUN_ID_PREFIX = re.compile(r"[0-9a-f]{8,31}")
+
+
+def did_you_mean(word: str, options: Any) -> str:
+    """registry's hint, imported when a message needs it (`exp` builds this command's parser on every
+    call, and importing the registry costs tens of milliseconds)."""
+    from registry import did_you_mean as hint
+
+    return hint(word, options)
 
 
 class CompareError(Exception):
