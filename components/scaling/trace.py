@@ -16,6 +16,8 @@ parameter's dimensions the call **contracts** (sums over) and **indexes** (selec
   parameter's letters the output drops;
 - `embedding(ids, W)`: W's dim 0 (rows) is indexed, nothing contracted;
 - elementwise functions (`add`, `mul`, norms' affine `weight`/`bias`, ...): nothing contracted;
+  but an elementwise result with the parameter's own shape (`W * mask`, `W + A @ B`) is followed
+  like a view, so the op that then consumes it is the use;
 - any other function: the use is recorded as `op='unsupported:<name>'` and the derivation refuses it.
 
 A use is at the **output** when the call's result is the tensor the model returns.
@@ -99,13 +101,22 @@ class _Recorder(TorchFunctionMode):
         found = [(pos, view) for pos, a in operands if (view := self.view_of(a)) is not None]
         if not found:
             return out
-        if name in VIEWS | SAME and isinstance(out, torch.Tensor) and len(found) == 1:
-            self.views[id(out)] = (found[0][1][0], _permuted(name, found[0][1][1], args, kwargs))
+        if isinstance(out, torch.Tensor) and len(found) == 1 and (
+                name in VIEWS | SAME or (name in ELEMENTWISE and _same_shape(out, args, kwargs, found[0][0]))):
+            dims = found[0][1][1] if name in ELEMENTWISE else _permuted(name, found[0][1][1], args, kwargs)
+            self.views[id(out)] = (found[0][1][0], dims)
             self.keep.append(out)
             return out
         self.keep.append(out)
         self.calls.append((name, [(view[0], view[1], pos) for pos, view in found], id(out), args))
         return out
+
+
+def _same_shape(out: torch.Tensor, args: tuple, kwargs: dict, pos: int | str) -> bool:
+    """Whether an elementwise op's result has its parameter operand's shape: a tensor computed
+    from the parameter (a masked or rescaled weight), followed like a view, not a use of it."""
+    operand = args[pos] if isinstance(pos, int) else kwargs[pos]
+    return out.shape == operand.shape
 
 
 def _permuted(name: str, dims: tuple[int, ...], args: tuple, kwargs: dict) -> tuple[int, ...]:

@@ -74,3 +74,17 @@ def test_width_exponents_and_measured_init_of_an_mlp() -> None:
 def test_models_that_are_not_one_model_at_two_widths_are_refused() -> None:
     with pytest.raises(ValueError, match="same parameters"):
         compare_widths(MLP(8, 3, (16, 16)), MLP(8, 3, (16,)), torch.randn(2, 8))
+
+
+def test_a_weight_computed_elementwise_is_followed_to_the_op_that_uses_it() -> None:
+    """`linear(x, W * mask)`: the use of W is the linear (it contracts W's fan-in), not the mul."""
+
+    class Masked(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(2, 3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return nn.functional.linear(x, self.w * torch.tensor([1.0, 0.0, 1.0]))
+
+    assert [(u.param, u.op, u.contracted) for u in trace_uses(Masked(), torch.ones(4, 3))] == [("w", "linear", (1,))]
