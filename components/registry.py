@@ -7,6 +7,7 @@ declared in components/<family>/registry.py. Kinds and their build contracts: re
 ENTRIES = {
     "models": {
         "mlp": "components.models.mlp:MLP",
+        "mlp_mixer": "components.models.mixer:MLPMixer",
         "small_cnn": "components.models.cnn:SmallCNN",
         "transformer_lm": "components.models.transformer_lm:TransformerLM",
         "pretrained_causal_lm": "components.models.pretrained_lm:PretrainedCausalLM",
