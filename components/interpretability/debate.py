@@ -30,11 +30,11 @@ errors).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import torch
-from annotated_types import Ge, Gt, MinLen
+from annotated_types import Ge, MinLen
 from torch import nn
 
 from components.types import OpenFraction, PositiveFloat, PositiveInt
@@ -306,7 +306,8 @@ class LatentDebate:
             "mid_disagreement_auroc": auroc(mid_score, error),
             "mid_disagreement_error": float(mid_score[error].mean()),
             "mid_disagreement_correct": float(mid_score[~error].mean()),
-            "mid_disagreement_p": float(mannwhitneyu(mid_score[error], mid_score[~error], alternative="greater").pvalue),
+            "mid_disagreement_p": float(
+                mannwhitneyu(mid_score[error], mid_score[~error], alternative="greater").pvalue),
             "debate_detector_auroc": auroc(detector, error),
             "last_probe_auroc": auroc(last, error),
         }

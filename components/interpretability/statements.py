@@ -17,9 +17,11 @@ for a pretrained LM (below).
 Token ids: entities [0, E), relations [E, E + R), values [E + R, E + R + V), then `?`, TRUE and
 FALSE; vocab_size = E + R + V + 3. With `value_targets` (the default), a training statement
 answered TRUE is also a fact to recite: its value is the target after the relation, so next-token
-prediction teaches the knowledge base itself and the answer then checks v against it. Batches are {"x": (B, 4), "y": (B, 4), "label": (B,)}: y is -100
-(skipped by `cross_entropy` and `masked_accuracy`) except at the last position, and label is 1 for
-a TRUE answer, 0 for FALSE (the trained answer, noise included, on train).
+prediction teaches the knowledge base itself and the answer then checks v against it.
+
+Batches are {"x": (B, 4), "y": (B, 4), "label": (B,)}: y is -100 (skipped by `cross_entropy` and
+`masked_accuracy`) except at the last position (and, for recited values, after the relation);
+label is 1 for a TRUE answer, 0 for FALSE (the trained answer, noise included, on train).
 """
 
 from __future__ import annotations
@@ -105,7 +107,8 @@ class TrueFalseKnowledgeBase(ArrayDataModule):
 
     def facts(self) -> np.ndarray:
         """The knowledge base: (E, R) value indices, a function of `seed` alone."""
-        return np.random.default_rng([self.seed, 0]).integers(self.num_values, size=(self.num_entities, self.num_relations))
+        shape = (self.num_entities, self.num_relations)
+        return np.random.default_rng([self.seed, 0]).integers(self.num_values, size=shape)
 
     def entity_p(self) -> np.ndarray:
         """Training probabilities of the entities: (e + 1)^-zipf, normalized."""
