@@ -7,7 +7,10 @@ package missing, construction fails at once and says which. Nothing is downloade
 (`local_files_only=True`).
 
 Sites: the wrapped model is `lm`, so the residual stream after decoder layer i is
-`lm.model.layers.<i>` (Llama, Qwen2/3 layouts).
+`lm.model.layers.<i>` (Llama, Qwen2/3 layouts). The same internals as `causal_lm`:
+`hidden_states(x)` (the residual stream after the embedding and after each decoder layer) and
+`logits(h)` (the final norm and the unembedding on any of them: a logit lens), as latent_debate
+reads them.
 """
 
 from __future__ import annotations
@@ -64,3 +67,24 @@ class PretrainedCausalLM(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lm(input_ids=x).logits
+
+    def hidden_states(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """The residual stream (B, L, d) after the embedding and after each decoder layer. The
+        last is the last layer's output before the final norm (transformers' own last hidden
+        state has the norm applied), so that `logits(h)` treats every layer alike."""
+        captured: list[torch.Tensor] = []
+
+        def hook(module: nn.Module, inputs: object, output: object) -> None:
+            captured.append(output[0] if isinstance(output, (tuple, list)) else output)
+
+        handle = self.lm.model.layers[-1].register_forward_hook(hook)
+        try:
+            out = self.lm.model(input_ids=x, attention_mask=attention_mask, output_hidden_states=True)
+        finally:
+            handle.remove()
+        return [*out.hidden_states[:-1], captured[0]]
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        """Next-token logits read from a residual stream h (..., d): the final norm, then the
+        unembedding (a logit lens on an intermediate layer)."""
+        return self.lm.get_output_embeddings()(self.lm.model.norm(h))

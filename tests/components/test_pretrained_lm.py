@@ -29,3 +29,18 @@ def test_tiny_random_llama_from_a_local_folder(tmp_path: Path):
     assert model(x).shape == (2, 8, 50)
     task = SAETraining(TopKSAE(16, 32, 2), torch.optim.Adam, model=model, site="lm.model.layers.0", skip_positions=1)
     assert task.activations({"x": x}).shape == (14, 16)
+
+
+def test_hidden_states_and_logit_lens_of_a_local_llama(tmp_path: Path):
+    """Embedding plus one state per decoder layer, the last before the final norm: the lens on it
+    is the model's own output."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+                                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    model = PretrainedCausalLM(path=str(tmp_path), dtype="float32")
+    x = torch.randint(0, 50, (2, 8))
+    states = model.hidden_states(x)
+    assert len(states) == 4 and states[0].shape == (2, 8, 16)
+    torch.testing.assert_close(model.logits(states[-1]), model(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(states[0], model.lm.model.embed_tokens(x))
