@@ -5,4 +5,5 @@ ENTRIES = {
         "elm_network": "components.elm.network:ELMNetwork",
         "elm_budget_network": "components.elm.network:ELMBudgetNetwork",
     },
+    "data": {"shd_adding": "components.elm.shd:SHDAdding"},
 }
