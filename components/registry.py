@@ -55,6 +55,7 @@ ENTRIES = {
         "early_stopping": "lightning.pytorch.callbacks:EarlyStopping",
         "lr_monitor": "components.callbacks.lr_monitor:LearningRateMonitor",
         "progress_bar": "components.callbacks.progress:progress_bar",
+        "parameter_count": "components.callbacks.parameter_count:ParameterCount",
         "resume_checkpoint": "components.callbacks.resume:ResumeCheckpoint",
     },
     "tasks": {

@@ -138,7 +138,7 @@ class CharText(_TokenData):
         return {"vocab_size": len(self.vocab), "seq_len": self.seq_len}
 
 
-DTYPES = ("uint16", "uint32", "int32", "int64")
+DTYPES = ("uint8", "uint16", "uint32", "int32", "int64")  # uint8: raw bytes (enwik8), vocab_size 256
 
 
 class TokenFile(_TokenData):
@@ -167,7 +167,7 @@ class TokenFile(_TokenData):
         batch_size: PositiveInt = 8,
         val_fraction: OpenFraction = 0.01,
         test_fraction: OpenFraction = 0.01,
-        dtype: Literal["uint16", "uint32", "int32", "int64"] = "uint32",
+        dtype: Literal["uint8", "uint16", "uint32", "int32", "int64"] = "uint32",
         max_tokens: PositiveInt | None = None,
     ) -> None:
         if dtype not in DTYPES:

@@ -34,6 +34,9 @@ ENTRIES = {
         "linear_attention": "components.sequence.attention:LinearAttention",
     },
     "models": {"causal_lm": "components.sequence.lm:CausalLM"},
-    "data": {"query_key_pairs": "components.sequence.kernels:QueryKeyPairs"},
+    "data": {
+        "query_key_pairs": "components.sequence.kernels:QueryKeyPairs",
+        "spike_adding": "components.sequence.spike_adding:SpikeAdding",
+    },
     "tasks": {"kernel_approximation": "components.sequence.kernels:KernelApproximation"},
 }
