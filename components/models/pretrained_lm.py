@@ -62,5 +62,16 @@ class PretrainedCausalLM(nn.Module):
         self.lm = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **{key: DTYPES[dtype]})
         self.lm.requires_grad_(False)
 
+    @property
+    def d_model(self) -> int:
+        """Width of the hidden states (the config's hidden_size)."""
+        return int(self.lm.config.hidden_size)
+
+    def hidden_states(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The hidden states (B, L, d_model) after the embedding and after each decoder layer, as
+        `causal_lm.hidden_states` (Hugging Face's output_hidden_states; the last one after the
+        final norm)."""
+        return list(self.lm(input_ids=x, output_hidden_states=True).hidden_states)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lm(input_ids=x).logits
