@@ -1,7 +1,8 @@
 """A pretrained causal LM read from a local Hugging Face checkpoint folder (no hub access).
 
 For paper-scale runs of `sae_replay` (Llama-3.1-8B, Qwen3): the frozen model whose residual
-stream the SAEs read. The weights are loaded by `transformers` from a local folder
+stream the SAEs read; of `tokenhd` (Qwen3-0.6B): the backbone a token-detection head reads through
+`hidden_states(x)`, as it reads `causal_lm`'s. The weights are loaded by `transformers` from a local folder
 (`config.json` + safetensors) named by `path` or an environment variable; with the folder or the
 package missing, construction fails at once and says which. Nothing is downloaded
 (`local_files_only=True`).

@@ -29,3 +29,20 @@ def test_tiny_random_llama_from_a_local_folder(tmp_path: Path):
     assert model(x).shape == (2, 8, 50)
     task = SAETraining(TopKSAE(16, 32, 2), torch.optim.Adam, model=model, site="lm.model.layers.0", skip_positions=1)
     assert task.activations({"x": x}).shape == (14, 16)
+
+
+def test_hidden_states_are_the_residual_stream_after_each_layer(tmp_path: Path):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    model = PretrainedCausalLM(path=str(tmp_path), dtype="float32")
+    x = torch.randint(0, 50, (2, 8))
+    captured = []
+    handle = model.lm.model.layers[0].register_forward_hook(
+        lambda module, inputs, output: captured.append(output[0] if isinstance(output, tuple) else output))
+    states = model.hidden_states(x)
+    handle.remove()
+    assert model.d_model == 16 and len(states) == 3 and all(h.shape == (2, 8, 16) for h in states)
+    assert torch.equal(states[0], model.lm.model.embed_tokens(x))
+    assert torch.allclose(states[1], captured[0])
