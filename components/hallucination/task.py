@@ -31,8 +31,9 @@ Logged, over the answer tokens of a whole split: `<stage>/token_auroc`; `<stage>
 `<stage>/token_precision`, `<stage>/token_recall` at the threshold `<stage>/threshold`. The
 threshold is the one that maximizes token F1 on the validation split: for val, its own; for test,
 chosen on the validation split with the final model at the start of testing (so test F1 never
-sees test labels). Besides `train/loss` per step and `val/loss`, `test/loss` per epoch (not for
-`confidence`).
+sees test labels). The scores are gathered on the process that scored them: with several
+devices each would report its own share (every spec here uses one). Besides, `train/loss` per step
+and `val/loss`, `test/loss` per epoch (not for `confidence`).
 """
 
 from __future__ import annotations
