@@ -24,6 +24,7 @@ ENTRIES = {
         "char_text": "components.data.text:CharText",
         "token_file": "components.data.text:TokenFile",
         "mqar": "components.data.recall:MQAR",
+        "corrupted_facts": "components.data.facts:CorruptedFacts",
     },
     "losses": {
         "cross_entropy": "components.losses.basic:CrossEntropy",

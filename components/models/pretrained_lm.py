@@ -1,7 +1,8 @@
 """A pretrained causal LM read from a local Hugging Face checkpoint folder (no hub access).
 
 For paper-scale runs of `sae_replay` (Llama-3.1-8B, Qwen3): the frozen model whose residual
-stream the SAEs read. The weights are loaded by `transformers` from a local folder
+stream the SAEs read; of `tokenhd` (Qwen3-0.6B): the backbone a token-detection head reads through
+`hidden_states(x)`, as it reads `causal_lm`'s. The weights are loaded by `transformers` from a local folder
 (`config.json` + safetensors) named by `path` or an environment variable; with the folder or the
 package missing, construction fails at once and says which. Nothing is downloaded
 (`local_files_only=True`).
@@ -65,12 +66,17 @@ class PretrainedCausalLM(nn.Module):
         self.lm = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **{key: DTYPES[dtype]})
         self.lm.requires_grad_(False)
 
+    @property
+    def d_model(self) -> int:
+        """Width of the hidden states (the config's hidden_size)."""
+        return int(self.lm.config.hidden_size)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lm(input_ids=x).logits
 
     def hidden_states(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
-        """The residual stream (B, L, d) after the embedding and after each decoder layer. The
-        last is the last layer's output before the final norm (transformers' own last hidden
+        """The residual stream (B, L, d_model) after the embedding and after each decoder layer, as
+        `causal_lm.hidden_states`. The last is the last layer's output before the final norm (transformers' own last hidden
         state has the norm applied), so that `logits(h)` treats every layer alike."""
         captured: list[torch.Tensor] = []
 

@@ -1,0 +1,1 @@
+"""Hallucination detection (tokenhd): token-level detectors and their baselines."""
