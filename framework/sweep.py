@@ -171,7 +171,7 @@ def run_sweep(
     if isolate == "fork":
         warm_context(preload)  # the server imports while the parent run is opened
     threads = _threads(base, overrides, jobs, cores)
-    tracker, done = _open_parent(spec_path, overrides, base, hashes)
+    tracker, done = open_parent(spec_path, overrides, base, hashes)
     parent = tracker.run_id
     outcomes, todo = _skip_finished(trials, hashes, done, echo)
     given = " (as given)" if sets_threads(overrides) else ""
@@ -206,15 +206,20 @@ def _threads(base: dict[str, Any], overrides: list[str], jobs: int, cores: int |
     return min(base["hardware"]["threads"], max(1, (cores or os.cpu_count() or 1) // max(1, jobs)))
 
 
-def _open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, Any],
+def sweep_hash_of(hashes: list[str]) -> str:
+    """A sweep's identity: the hash of its trials' spec hashes, in order."""
+    import hashlib
+
+    return hashlib.sha256("|".join(hashes).encode()).hexdigest()[:16]
+
+
+def open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, Any],
                  hashes: list[str]) -> tuple[Any, dict[str, str]]:
     """(the parent run's tracker, spec hash -> id of a FINISHED run in the experiment). The parent
     run of an earlier invocation of the same sweep (same trial hashes) is reopened, not duplicated."""
-    import hashlib
-
     from framework.tracking import Tracker, experiment_id
 
-    sweep_hash = hashlib.sha256("|".join(hashes).encode()).hexdigest()[:16]
+    sweep_hash = sweep_hash_of(hashes)
     tracker = Tracker(base, str(spec_path), sweep_hash, overrides, kind="sweep",
                       extra_tags={"expspec.sweep": "true", "expspec.sweep_hash": sweep_hash,
                                   "expspec.trials": str(len(hashes))})
@@ -280,11 +285,11 @@ class TrialLauncher:
         threads = [] if sets_threads(given) else [f"hardware.threads={self.threads}"]
         return ["run", str(self.spec_path), *given, *threads]
 
-    def run(self, i: int, trial: Trial) -> TrialOutcome:
-        """Run trial `i` to its end (called from a worker thread)."""
+    def run(self, i: int, trial: Trial, extra_env: dict[str, str] | None = None) -> TrialOutcome:
+        """Run trial `i` to its end (called from a worker thread); `extra_env` adds to its environment."""
         result_file, log_file = self.workdir / f"{i}.json", self.workdir / f"{i}.log"
         env = {**os.environ, "EXPSPEC_PARENT_RUN_ID": self.parent_run_id, "EXPSPEC_RESULT_FILE": str(result_file),
-               "EXPSPEC_RUN_NAME": trial.name}
+               "EXPSPEC_RUN_NAME": trial.name, **(extra_env or {})}
         env.pop("EXPSPEC_RUN_ID", None)
         start = time.perf_counter()
         try:
