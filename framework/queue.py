@@ -39,6 +39,7 @@ through an Optuna storage used as the work queue (no scheduler of ours).
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -48,12 +49,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from framework.errors import UsageError
-from framework.plan import Trial
+from framework.errors import SpecError, UsageError
+from framework.plan import Trial, named_trial
 
 HEARTBEAT, PARENT_ATTR, ENQUEUED_ATTR = "expspec.heartbeat", "expspec.parent_run_id", "expspec.enqueued"
 INDEX, NAME, RUN_ID, ERROR = "expspec.index", "expspec.trial", "expspec.run_id", "expspec.error"
 EXTRA = "distributed"  # pip install 'expspec[distributed]'
+# A search trial's run reads where to report its metric from this variable (`pruning_callback`),
+# and says it was pruned in this tag.
+PRUNE_ENV, PRUNED_TAG = "EXPSPEC_OPTUNA_TRIAL", "expspec.pruned"
 
 
 def need(module: str) -> Any:
@@ -83,7 +87,23 @@ def open_storage(url: str) -> Any:
                          "use a server database (postgresql://user@host/db) or a journal file (journal:/shared/path.log)")
     if "://" not in url:
         raise UsageError(f"--queue {url}: expected postgresql://..., mysql://... or journal:PATH")
-    return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+    return _rdb_storage(url)
+
+
+def _rdb_storage(url: str, attempts: int = 5) -> Any:
+    """Optuna's RDBStorage. Workers started at once on an empty database race in creating its
+    tables (PostgreSQL: `duplicate key ... pg_type_typname_nsp_index`); the loser tries again
+    and finds them made."""
+    import optuna
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+        except (IntegrityError, ProgrammingError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))
 
 
 def worker_id() -> str:
@@ -284,8 +304,12 @@ class Worker:
             raise UsageError(f"--max-failures must be >= 1, got {max_failures}")
         self.spec_path, self.overrides, self.jobs, self.echo = spec_path, list(overrides), max(1, jobs), echo
         self.max_failures = max_failures
-        self.trials, self.hashes, self.base = sweep.plan_trials(spec_path, self.overrides)
-        self.queue = Queue(url, f"expspec-{self.base['paper']}-{sweep.sweep_hash_of(self.hashes)}", lease)
+        self.plan = sweep.SweepPlan(spec_path, self.overrides)
+        self.trials, self.hashes, self.base, self.search = self.plan.trials, self.plan.hashes, self.plan.base, self.plan.optuna
+        identity = [*self.hashes, json.dumps(self.search, sort_keys=True)] if self.search else self.hashes
+        self.queue = Queue(url, f"expspec-{self.base['paper']}-{sweep.sweep_hash_of(identity)}", lease,
+                           direction=self.search["direction"] if self.search else "minimize")
+        self.count = self.search["trials"] if self.search else len(self.trials)
         self.client = client(self.base["tracking"]["uri"])
         self.preload = sweep.component_modules(self.base)
         if isolate == "fork":
@@ -294,7 +318,7 @@ class Worker:
             tracker, _ = sweep.open_parent(spec_path, self.overrides, self.base, self.hashes)
             # the parent outlives this worker: never an orphan for `Tracker.reap_orphans` to close
             self.client.delete_tag(tracker.run_id, "expspec.pid")
-            self.queue.enqueue(len(self.trials), [t.name for t in self.trials], tracker.run_id)
+            self.queue.enqueue(self.count, [] if self.search else [t.name for t in self.trials], tracker.run_id)
         self.parent = self.queue.wait_ready()
         self.experiment = self.client.get_run(self.parent).info.experiment_id
         threads = sweep._threads(self.base, self.overrides, self.jobs, cores)
@@ -304,7 +328,7 @@ class Worker:
         self.lock = threading.Lock()
         self.failures_in_a_row = 0
         self.interrupted = False
-        echo(f"worker {worker_id()}: sweep {self.base['name']}, {len(self.trials)} trial(s) in study "
+        echo(f"worker {worker_id()}: sweep {self.base['name']}, {self.count} trial(s) in study "
              f"{self.queue.name} ({url}), {self.jobs} job(s) x {threads} thread(s); parent run {self.parent}")
 
     def run(self) -> WorkerReport:
@@ -369,23 +393,30 @@ class Worker:
         from framework.sweep import FINISHED, SKIPPED, TrialOutcome, link_skipped
 
         index = taken.user_attrs[INDEX]
-        trial, spec_hash = self.trials[index], self.hashes[index]
         self._close_lost_attempts(index, taken.number)
+        try:
+            trial, spec_hash = self._trial(index, taken)
+        except (SpecError, TypeError, ValueError) as error:  # a drawn value the spec does not accept
+            self.queue.finish(taken._trial_id, TrialState.FAIL, error=str(error)[:5000])
+            return TrialOutcome(Trial(f"trial #{taken.number}", {}), "FAILED", message=str(error).splitlines()[-1])
         done = self.client.search_runs([self.experiment], f"tags.`expspec.spec_hash` = '{spec_hash}' and "
                                        "attributes.status = 'FINISHED'", max_results=1)
         if done:
-            outcome = TrialOutcome(trial, SKIPPED, run_id=done[0].info.run_id, message="finished before")
+            outcome = TrialOutcome(trial, SKIPPED, run_id=done[0].info.run_id, metrics=done[0].data.metrics,
+                                   message="finished before")
             link_skipped(self.client, self.parent, {index: outcome}, self.echo)
-            self.queue.finish(taken._trial_id, TrialState.COMPLETE, run_id=outcome.run_id)
+            self._record(taken, outcome)
             return outcome
         tags = {"expspec.queue.study": self.queue.name, "expspec.queue.index": index,
                 "expspec.queue.trial": taken.number, "expspec.queue.worker": worker_id()}
-        import json
-
+        env = {"EXPSPEC_RUN_TAGS": json.dumps(tags)}
+        if self.search and self.search["pruner"] != "none":
+            env[PRUNE_ENV] = json.dumps({"url": self.queue.url, "study": self.queue.name, "trial_id": taken._trial_id,
+                                         "metric": self.search["metric"], "pruner": self.search["pruner"]})
         lease = Lease(self.queue, taken._trial_id, lambda: self._stop_trial(taken.number))
         lease.start()
         try:
-            outcome = self.launcher.run(taken.number, trial, {"EXPSPEC_RUN_TAGS": json.dumps(tags)})
+            outcome = self.launcher.run(taken.number, trial, env)
         finally:
             lease.stop()
         if lease.lost:
@@ -394,11 +425,46 @@ class Worker:
             self.queue.finish(taken._trial_id, TrialState.FAIL, error="its worker was interrupted; re-issued")
             self.queue.reissue(self.queue.storage.get_trial(taken._trial_id))
             outcome.message += " (re-queued)"
-        else:
-            state = TrialState.COMPLETE if outcome.status == FINISHED else TrialState.FAIL
-            if not self.queue.finish(taken._trial_id, state, run_id=outcome.run_id, error=outcome.message or None):
-                outcome.status, outcome.message = "LOST", "lease lost before the trial's end was recorded"
+        elif not self._record(taken, outcome):
+            outcome.status, outcome.message = "LOST", "lease lost before the trial's end was recorded"
         return outcome
+
+    def _trial(self, index: int, taken: Any) -> tuple[Trial, str]:
+        """(the trial, its spec hash): a grid trial by its index; a search trial drawn now by the
+        sampler (a re-issued one keeps the values drawn for it before)."""
+        if not self.search:
+            return self.trials[index], self.hashes[index]
+        import optuna
+
+        sampler = make_sampler(self.search["sampler"], self.search["seed"], taken.number)
+        drawn = optuna.Trial(self.queue.study(sampler), taken._trial_id)
+        trial = named_trial({key: suggest(drawn, key, dist) for key, dist in self.search["params"].items()})
+        self.queue.storage.set_trial_user_attr(taken._trial_id, NAME, trial.name)
+        return trial, self.plan.hash_of(trial)
+
+    def _record(self, taken: Any, outcome: Any) -> bool:
+        """Record a trial's end in the queue: COMPLETE (a search: with its metric's value), PRUNED
+        (its run says the pruner stopped it), else FAIL with the message; False when the lease was lost."""
+        from optuna.trial import TrialState
+
+        from framework.sweep import FINISHED, SKIPPED
+
+        if outcome.status not in (FINISHED, SKIPPED):
+            return self.queue.finish(taken._trial_id, TrialState.FAIL, run_id=outcome.run_id, error=outcome.message)
+        if not self.search:
+            return self.queue.finish(taken._trial_id, TrialState.COMPLETE, run_id=outcome.run_id)
+        metric = self.search["metric"]
+        pruned = self.client.get_run(outcome.run_id).data.tags.get(PRUNED_TAG)
+        if pruned:
+            outcome.message = f"pruned: {pruned}"
+            return self.queue.finish(taken._trial_id, TrialState.PRUNED, run_id=outcome.run_id, pruned=pruned)
+        if metric not in outcome.metrics:
+            outcome.status = "FAILED"
+            outcome.message = (f"the run reported no '{metric}' (sweep.optuna.metric); it reported: "
+                               f"{', '.join(sorted(outcome.metrics)) or 'nothing'}")
+            return self.queue.finish(taken._trial_id, TrialState.FAIL, run_id=outcome.run_id, error=outcome.message)
+        return self.queue.finish(taken._trial_id, TrialState.COMPLETE, value=outcome.metrics[metric],
+                                 run_id=outcome.run_id)
 
     def _stop_trial(self, number: int) -> None:
         handle = self.launcher.running.get(number)
@@ -415,6 +481,20 @@ class Worker:
                                 f"#{run.data.tags.get('expspec.queue.trial')}; re-issued as trial #{number}")
             self.client.set_terminated(run.info.run_id, "KILLED")
 
+    def _best(self) -> None:
+        """Tag the parent run with the search's best trial (`expspec.best_run_id`, `expspec.best_value`)."""
+        from optuna.trial import TrialState
+
+        done = [t for t in self.queue.trials(TrialState.COMPLETE) if t.values]
+        if not done:
+            return
+        pick = max if self.search["direction"] == "maximize" else min
+        best = pick(done, key=lambda t: t.values[0])
+        self.client.set_tag(self.parent, "expspec.best_run_id", best.user_attrs.get(RUN_ID, ""))
+        self.client.set_tag(self.parent, "expspec.best_value", f"{self.search['metric']}={best.values[0]:.6g}")
+        self.echo(f"best: trial #{best.number} {best.user_attrs.get(NAME, '')}: "
+                  f"{self.search['metric']}={best.values[0]:.6g} (run {best.user_attrs.get(RUN_ID, '')})")
+
     def _end_parent(self) -> None:
         """End the parent run when the queue is drained: FINISHED when every trial index has a
         COMPLETE trial, else FAILED."""
@@ -422,10 +502,12 @@ class Worker:
 
         if not self.queue.drained():
             return
-        complete = {t.user_attrs.get(INDEX) for t in self.queue.trials(TrialState.COMPLETE)}
-        missing = len(self.trials) - len(complete)
+        complete = {t.user_attrs.get(INDEX) for t in self.queue.trials(TrialState.COMPLETE, TrialState.PRUNED)}
+        missing = self.count - len(complete)
         if missing:
             self.client.set_tag(self.parent, "expspec.error", f"{missing} trial(s) did not finish")
+        if self.search:
+            self._best()
         self.client.set_terminated(self.parent, "FAILED" if missing else "FINISHED")
         self.echo(f"queue drained: {self.queue.counts()}; parent run {self.parent} "
                   f"{'FAILED' if missing else 'FINISHED'}")
@@ -435,3 +517,71 @@ def _progress(outcome: Any, done: int, number: int) -> str:
     from framework.sweep import _progress_line
 
     return _progress_line(outcome, done, done).replace(f"[{done}/{done}]", f"[#{number}]", 1)
+
+
+def make_sampler(name: str, seed: int, number: int) -> Any:
+    """The sampler of a search sweep for trial `number`: seeded with (seed, number), so that two
+    workers never draw the same values from the same history (QMC: one scramble seed for all,
+    its point's index comes from the storage)."""
+    import optuna
+
+    per_trial = seed * 1_000_003 + number
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=per_trial)
+    if name == "qmc":
+        return optuna.samplers.QMCSampler(seed=seed)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=per_trial)
+    return optuna.samplers.TPESampler(seed=per_trial)
+
+
+def make_pruner(name: str) -> Any:
+    import optuna
+
+    return {"median": optuna.pruners.MedianPruner, "successive_halving": optuna.pruners.SuccessiveHalvingPruner,
+            "hyperband": optuna.pruners.HyperbandPruner}.get(name, optuna.pruners.NopPruner)()
+
+
+def suggest(trial: Any, key: str, dist: dict[str, Any]) -> Any:
+    """Draw one `sweep.optuna.params` entry (a `framework.spec.Distribution`)."""
+    kind = dist["distribution"]
+    if kind == "choice":
+        return trial.suggest_categorical(key, dist["values"])
+    if kind == "int_uniform":
+        return trial.suggest_int(key, int(dist["low"]), int(dist["high"]))
+    return trial.suggest_float(key, dist["low"], dist["high"], log=kind == "log_uniform")
+
+
+def pruning_callback() -> Any | None:
+    """In a search trial's run whose sweep has a pruner ($EXPSPEC_OPTUNA_TRIAL set by the worker):
+    a Lightning callback that reports the sweep's metric to the Optuna trial after each
+    validation, and stops training when the pruner says so (the run then tests and ends
+    FINISHED, tagged `expspec.pruned`; the worker records the trial PRUNED). Else None."""
+    spec = os.environ.get(PRUNE_ENV)
+    if not spec:
+        return None
+    import lightning.pytorch as pl
+
+    config = json.loads(spec)
+
+    class OptunaPruning(pl.Callback):
+        def __init__(self) -> None:
+            import optuna
+
+            study = optuna.load_study(study_name=config["study"], storage=open_storage(config["url"]),
+                                      pruner=make_pruner(config["pruner"]))
+            self.trial = optuna.Trial(study, config["trial_id"])
+
+        def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+            value = trainer.callback_metrics.get(config["metric"])
+            if value is None or trainer.sanity_checking or not trainer.is_global_zero:
+                return
+            self.trial.report(float(value), step=trainer.global_step)
+            if self.trial.should_prune():
+                trainer.should_stop = True
+                run_id = os.environ.get("EXPSPEC_RUN_ID")
+                if run_id and trainer.logger is not None:
+                    trainer.logger.experiment.set_tag(run_id, PRUNED_TAG, f"at step {trainer.global_step}: "
+                                                      f"{config['metric']}={float(value):.6g}")
+
+    return OptunaPruning()

@@ -380,7 +380,12 @@ def _trainer(built: Any, tracker: Any) -> Any:
 
     from components.callbacks.progress import ProgressLines, progress_bar
 
+    from framework.queue import pruning_callback
+
     callbacks = with_resume_checkpoint(built.callbacks, built.trainer_kwargs)
+    pruning = pruning_callback()  # a search sweep's trial with a pruner
+    if pruning is not None:
+        callbacks.append(pruning)
     if not any(isinstance(c, (ProgressBar, ProgressLines)) for c in callbacks):
         callbacks.append(progress_bar() if sys.stderr.isatty() else ProgressLines())
     return L.Trainer(

@@ -169,7 +169,7 @@ def test_two_workers_run_each_trial_once_under_one_parent(tracked: str, tmp_path
 
 
 def test_a_killed_workers_trial_is_finished_by_the_other(tracked: str, tmp_path: Path, queue_url: str) -> None:
-    spec = _sweep(tmp_path, [0.0, 1.0], steps=150)
+    spec = _sweep(tmp_path, [0.0, 1.0], steps=60)
     first = _worker(spec, queue_url, tmp_path / "machine1", "--lease", "4")
     client = MlflowClient(tracked)
     deadline = time.monotonic() + 240
@@ -207,3 +207,48 @@ def test_a_sqlite_queue_is_refused(tmp_path: Path) -> None:
 
     spec = _sweep(tmp_path, [0.0], steps=1)
     assert main(["sweep", str(spec), "--queue", f"sqlite:///{tmp_path / 'q.db'}"]) == 2
+
+
+def test_an_optuna_search_draws_reports_and_records_each_trial(tracked: str, tmp_path: Path) -> None:
+    """`sweep: {optuna: ...}` without --queue: one worker on a journal beside the local cache;
+    each trial's drawn values are its run's params, its metric the trial's value, and the metric
+    at each validation reaches Optuna (what a pruner reads)."""
+    require(_missing("optuna"))
+    spec = tmp_path / "search.yaml"
+    spec.write_text(f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\nname: search-test\npaper: queue_test\n"
+                    "trainer: {max_steps: 10, val_check_interval: 5, limit_val_batches: 1, limit_test_batches: 1}\n"
+                    "sweep:\n  optuna:\n    trials: 3\n    metric: val/loss\n    sampler: random\n    pruner: median\n"
+                    "    params:\n      optimizer.lr: {distribution: log_uniform, low: 1.0e-3, high: 1.0e-1}\n"
+                    "      loss.terms.cvm.weight: {distribution: choice, values: [0.0, 2.0]}\n")
+    home = tmp_path / "machine"
+    worker = subprocess.Popen([sys.executable, "-m", "framework.cli", "sweep", str(spec)], cwd=tmp_path,
+                              env={**os.environ, "EXPSPEC_CACHE_DIR": str(home / "cache"),
+                                   "EXPSPEC_RUNS_DIR": str(home / "runs")},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output = _finish(worker)
+    assert worker.returncode == 0, output
+    study = _study(f"journal:{home / 'optuna.journal'}", output)
+    client = MlflowClient(tracked)
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
+    for trial in study.trials:
+        run = client.get_run(trial.user_attrs["expspec.run_id"])
+        assert run.data.tags["mlflow.parentRunId"] == study.user_attrs["expspec.parent_run_id"]
+        assert float(run.data.params["optimizer.lr"]) == pytest.approx(trial.params["optimizer.lr"])
+        assert float(run.data.params["loss.terms.cvm.weight"]) == trial.params["loss.terms.cvm.weight"]
+        assert trial.value == pytest.approx(run.data.metrics["val/loss"])
+        assert sorted(trial.intermediate_values) == [5, 10]  # reported at each validation
+    best = min(study.trials, key=lambda t: t.value)
+    parent = client.get_run(study.user_attrs["expspec.parent_run_id"])
+    assert parent.data.tags["expspec.best_run_id"] == best.user_attrs["expspec.run_id"]
+    assert parent.info.status == "FINISHED"
+
+
+def test_optuna_is_written_alone(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from framework.cli import main
+
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\nsweep:\n  seeds: [0, 1]\n  optuna:\n"
+                    "    trials: 2\n    metric: val/loss\n    params: {optimizer.lr: {distribution: uniform, low: 0.1, high: 0.2}}\n")
+    assert main(["validate", str(spec)]) == 2
+    assert "bad.yaml:3:3: sweep: optuna draws every trial itself: write it alone, without grid, zip, random or " \
+           "seeds" in capsys.readouterr().err
