@@ -243,11 +243,11 @@ def _resolve_init(unit: Unit, init_checkpoint: str | None) -> str | None:
     if init.get("stage"):
         return init_checkpoint
     if init.get("spec"):
+        from framework.multinode import resolved_once
+
         other = _relative(unit, init["spec"])
-        result = obtain(other, init["overrides"])
-        if not result.checkpoint:
-            raise RuntimeError(f"{other} finished without a checkpoint to initialize from")
-        return result.checkpoint
+        key = f"init/{other.resolve()}/{' '.join(init['overrides'])}"  # one per upstream and overrides
+        return resolved_once(lambda: _upstream_checkpoint(other, init["overrides"]), key, cache_dir())
     if init.get("checkpoint"):
         path = Path(init["checkpoint"])
         if not path.is_file():
@@ -256,6 +256,14 @@ def _resolve_init(unit: Unit, init_checkpoint: str | None) -> str | None:
                                      f"checkpoint file not found: {path}")])
         return str(path)
     return None
+
+
+def _upstream_checkpoint(other: Path, overrides: list[str]) -> str:
+    """The final weights of an `init: {spec}` upstream, obtained (cached, else run)."""
+    result = obtain(other, overrides)
+    if not result.checkpoint:
+        raise RuntimeError(f"{other} finished without a checkpoint to initialize from")
+    return result.checkpoint
 
 
 def run_unit(
