@@ -3,6 +3,7 @@
     exp run SPEC [key.path=value ...]     train/evaluate, tracked in MLflow
     exp sweep SPEC [--jobs N] [--fail-fast] [--isolate fork|process]   the sweep's trials under one parent run
     exp sweep SPEC --queue STORAGE_URL    one of many workers on the sweep (framework/queue.py)
+    exp sweep SPEC --launcher slurm       the trials as a SLURM job array, through submitit (framework/slurm.py)
     exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
     exp reproduce specs/<paper>/ [--full]  run what the paper's claims need, check them
     exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
@@ -246,6 +247,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     check_spec(args.spec, args.overrides)  # before torch is imported; run_sweep checks every trial first
+    if args.launcher != "process":
+        from framework.slurm import executor_options, submit_sweep
+
+        submit_sweep(args.spec, args.overrides, args.launcher, executor_options(args.slurm or []))
+        return 0
     if args.queue:
         from framework.queue import Worker
 
@@ -428,6 +434,11 @@ def _add_queue(command: argparse.ArgumentParser) -> None:
                          help="with --queue: a running trial with no heartbeat for this long is re-issued")
     command.add_argument("--max-failures", type=int, default=3, metavar="N",
                          help="with --queue: this worker stops after N failed trials in a row")
+    command.add_argument("--launcher", choices=("process", "slurm", "submitit-local"), default="process",
+                         help="process: trials run here (default); slurm: submit them as a SLURM job array through "
+                              "submitit and exit (framework/slurm.py); submitit-local: the same on this machine")
+    command.add_argument("--slurm", action="append", metavar="KEY=VALUE",
+                         help="a submitit executor parameter, e.g. slurm_partition=gpu, timeout_min=240 (repeatable)")
 
 
 def parser() -> argparse.ArgumentParser:
