@@ -252,3 +252,13 @@ def test_optuna_is_written_alone(tmp_path: Path, capsys: pytest.CaptureFixture) 
     assert main(["validate", str(spec)]) == 2
     assert "bad.yaml:3:3: sweep: optuna draws every trial itself: write it alone, without grid, zip, random or " \
            "seeds" in capsys.readouterr().err
+
+
+def test_a_missing_extra_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from framework.cli import main
+
+    monkeypatch.setitem(sys.modules, "optuna", None)  # as if not installed: importing it raises ImportError
+    spec = _sweep(tmp_path, [0.0], steps=1)
+    assert main(["sweep", str(spec), "--queue", f"journal:{tmp_path / 'q.log'}"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "error: optuna is not installed; it comes with the extra: pip install 'expspec[distributed]'"
