@@ -193,7 +193,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"# operative spec of {args.spec}{stage}")
         print(yaml.safe_dump(unit.operative, sort_keys=False, default_flow_style=None, width=100), end="")
     trials = expand_sweep(loaded)
-    if trials:
+    search = (loaded.data.get("sweep") or {}).get("optuna") if isinstance(loaded.data, dict) else None
+    if trials and isinstance(search, dict):  # drawn as they run: only the two ends were validated
+        print(f"# sweep: an optuna search of {search.get('trials')} trial(s), drawn as they run; the ends of its "
+              "ranges: " + "; ".join(t.name for t in trials))
+    elif trials:
         print(f"# sweep: {len(trials)} trial(s): " + "; ".join(t.name for t in trials))
     return 0
 

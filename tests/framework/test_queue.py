@@ -262,3 +262,15 @@ def test_a_missing_extra_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert main(["sweep", str(spec), "--queue", f"journal:{tmp_path / 'q.log'}"]) == 2
     assert capsys.readouterr().err.strip() == \
         "error: optuna is not installed; it comes with the extra: pip install 'expspec[distributed]'"
+
+
+def test_show_says_a_search_is_drawn_as_it_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from framework.cli import main
+
+    spec = tmp_path / "search.yaml"
+    spec.write_text(f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\nsweep:\n  optuna:\n    trials: 5\n"
+                    "    metric: val/loss\n    params:\n      optimizer.lr: {distribution: log_uniform, low: 1.0e-3, high: 0.1}\n"
+                    "      trainer.max_steps: {distribution: int_uniform, low: 10, high: 20}\n")
+    assert main(["show", str(spec)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == ("# sweep: an optuna search of 5 trial(s), drawn as they run; "
+                                                        "the ends of its ranges: lr=0.001,max_steps=10; lr=0.1,max_steps=20")
