@@ -2,6 +2,8 @@
 
     exp run SPEC [key.path=value ...]     train/evaluate, tracked in MLflow
     exp sweep SPEC [--jobs N] [--fail-fast] [--isolate fork|process]   the sweep's trials under one parent run
+    exp sweep SPEC --queue STORAGE_URL    one of many workers on the sweep (framework/queue.py)
+    exp sweep SPEC --launcher slurm       the trials as a SLURM job array, through submitit (framework/slurm.py)
     exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
     exp reproduce specs/<paper>/ [--full]  run what the paper's claims need, check them
     exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
@@ -223,7 +225,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"# operative spec of {args.spec}{stage}")
         print(yaml.safe_dump(unit.operative, sort_keys=False, default_flow_style=None, width=100), end="")
     trials = expand_sweep(loaded)
-    if trials:
+    search = (loaded.data.get("sweep") or {}).get("optuna") if isinstance(loaded.data, dict) else None
+    if trials and isinstance(search, dict):  # drawn as they run: only the two ends were validated
+        print(f"# sweep: an optuna search of {search.get('trials')} trial(s), drawn as they run; the ends of its "
+              "ranges: " + "; ".join(t.name for t in trials))
+    elif trials:
         print(f"# sweep: {len(trials)} trial(s): " + "; ".join(t.name for t in trials))
     return 0
 
@@ -277,6 +283,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     check_spec(args.spec, args.overrides)  # before torch is imported; run_sweep checks every trial first
+    if args.launcher != "process":
+        from framework.slurm import executor_options, submit_sweep
+
+        submit_sweep(args.spec, args.overrides, args.launcher, executor_options(args.slurm or []))
+        return 0
+    if args.queue:
+        from framework.queue import Worker
+
+        report = Worker(args.spec, args.overrides, args.queue, jobs=args.jobs, lease=args.lease,
+                        max_failures=args.max_failures, isolate=args.isolate).run()
+        return EXIT_FAILED if report.stopped_early or any(o.status not in ("FINISHED", "SKIPPED")
+                                                          for o in report.outcomes) else 0
     from framework.sweep import run_sweep
 
     result = run_sweep(args.spec, args.overrides, jobs=args.jobs, fail_fast=args.fail_fast, isolate=args.isolate)
@@ -443,6 +461,22 @@ def _add_isolate(command: argparse.ArgumentParser) -> None:
                               "torch, Lightning and MLflow once (fork, default), or a fresh interpreter (process)")
 
 
+def _add_queue(command: argparse.ArgumentParser) -> None:
+    """`exp sweep --queue`: many workers on one sweep (framework/queue.py)."""
+    command.add_argument("--queue", metavar="STORAGE_URL",
+                         help="work on the sweep with every process given the same spec and queue: an Optuna "
+                              "storage, postgresql://... or journal:PATH (needs the `distributed` extra)")
+    command.add_argument("--lease", type=float, default=60.0, metavar="SECONDS",
+                         help="with --queue: a running trial with no heartbeat for this long is re-issued")
+    command.add_argument("--max-failures", type=int, default=3, metavar="N",
+                         help="with --queue: this worker stops after N failed trials in a row")
+    command.add_argument("--launcher", choices=("process", "slurm", "submitit-local"), default="process",
+                         help="process: trials run here (default); slurm: submit them as a SLURM job array through "
+                              "submitit and exit (framework/slurm.py); submitit-local: the same on this machine")
+    command.add_argument("--slurm", action="append", metavar="KEY=VALUE",
+                         help="a submitit executor parameter, e.g. slurm_partition=gpu, timeout_min=240 (repeatable)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="exp", description="Declarative, spec-driven experiments.")
     p.add_argument("--traceback", action="store_true", help="show full tracebacks of errors")
@@ -470,6 +504,7 @@ def _add_run_commands(sub: Any) -> None:
     sw.add_argument("--jobs", type=int, default=1, help="trials at a time; cores are split between them")
     sw.add_argument("--fail-fast", action="store_true", help="stop at the first failed trial")
     _add_isolate(sw)
+    _add_queue(sw)
     sw.set_defaults(func=cmd_sweep)
     rp = sub.add_parser("reproduce", help="run what a paper's claims need and check them")
     rp.add_argument("folder", help="a paper folder with claims.yaml, e.g. specs/cvm_fairness/")

@@ -173,7 +173,8 @@ def sweep_size(sweep: dict[str, Any]) -> tuple[int, str]:
                (f"zip {len(next(iter(sweep['zip'].values())))}", len(next(iter(sweep["zip"].values()))))
                if sweep["zip"] else None,
                (f"random.count {sweep['random']['count']}", sweep["random"]["count"]) if sweep["random"] else None,
-               (f"seeds {len(sweep['seeds'])}", len(sweep["seeds"])) if sweep["seeds"] else None]
+               (f"seeds {len(sweep['seeds'])}", len(sweep["seeds"])) if sweep["seeds"] else None,
+               (f"optuna.trials {sweep['optuna']['trials']}", sweep["optuna"]["trials"]) if sweep["optuna"] else None]
     parts = [f for f in factors if f]
     return math.prod(n for _, n in parts), " x ".join(text for text, _ in parts)
 
@@ -208,6 +209,8 @@ def expand_sweep(loaded: Loaded) -> list[Trial]:
     sweep = _parsed_sweep(loaded)
     if sweep is None:
         return []
+    if sweep["optuna"]:
+        return optuna_probes(sweep["optuna"]["params"])
     axes: list[list[list[tuple[str, Any]]]] = []
     if sweep["grid"]:
         axes.append([list(zip(sweep["grid"], combo)) for combo in itertools.product(*sweep["grid"].values())])
@@ -244,6 +247,24 @@ def expand_sweep(loaded: Loaded) -> list[Trial]:
     return trials
 
 
+def optuna_probes(params: dict[str, Any]) -> list[Trial]:
+    """What an `optuna:` search sweep stands for before it runs: its trials are drawn only when a
+    worker takes them, so validation and the sweep's identity use two probe trials, every
+    parameter at its low end (a choice: its first value) and at its high end (its last)."""
+    ends = [{k: d["values"][i] if d["distribution"] == "choice" else
+             (int(d["low"]) if i == 0 else int(d["high"])) if d["distribution"] == "int_uniform" else
+             (d["low"] if i == 0 else d["high"]) for k, d in params.items()} for i in (0, -1)]
+    return [named_trial(values, f"optuna {end}") for values, end in zip(ends, ("low", "high"))]
+
+
+def named_trial(values: dict[str, Any], fallback: str = "base") -> Trial:
+    """The trial that sets these override paths to these values, named by them (`lr=0.001`)."""
+    shorts = [_short(k) for k in values]
+    label = {k: k if shorts.count(_short(k)) > 1 else _short(k) for k in values}
+    return Trial(name=",".join(f"{label[k]}={_format(v)}" for k, v in values.items()) or fallback,
+                 values=dict(values), overrides=["sweep=null", *(f"{k}={_dump(v)}" for k, v in values.items())])
+
+
 class SweepChecker:
     """The trials of a sweep spec, validated in one pass.
 
@@ -267,6 +288,7 @@ class SweepChecker:
         with_sweep = _copy(loaded)
         resolve_references(with_sweep)
         self.trials = expand_sweep(with_sweep)
+        self.sweep = _parsed_sweep(with_sweep) if self.trials else None
         apply_overrides(loaded, ["sweep=null"])
         self.unresolved = loaded
         self.resolved = _copy(loaded)

@@ -243,11 +243,11 @@ def _resolve_init(unit: Unit, init_checkpoint: str | None) -> str | None:
     if init.get("stage"):
         return init_checkpoint
     if init.get("spec"):
+        from framework.multinode import resolved_once
+
         other = _relative(unit, init["spec"])
-        result = obtain(other, init["overrides"])
-        if not result.checkpoint:
-            raise RuntimeError(f"{other} finished without a checkpoint to initialize from")
-        return result.checkpoint
+        key = f"init/{other.resolve()}/{' '.join(init['overrides'])}"  # one per upstream and overrides
+        return resolved_once(lambda: _upstream_checkpoint(other, init["overrides"]), key, cache_dir())
     if init.get("checkpoint"):
         path = Path(init["checkpoint"])
         if not path.is_file():
@@ -256,6 +256,14 @@ def _resolve_init(unit: Unit, init_checkpoint: str | None) -> str | None:
                                      f"checkpoint file not found: {path}")])
         return str(path)
     return None
+
+
+def _upstream_checkpoint(other: Path, overrides: list[str]) -> str:
+    """The final weights of an `init: {spec}` upstream, obtained (cached, else run)."""
+    result = obtain(other, overrides)
+    if not result.checkpoint:
+        raise RuntimeError(f"{other} finished without a checkpoint to initialize from")
+    return result.checkpoint
 
 
 def run_unit(
@@ -380,7 +388,12 @@ def _trainer(built: Any, tracker: Any) -> Any:
 
     from components.callbacks.progress import ProgressLines, progress_bar
 
+    from framework.queue import pruning_callback
+
     callbacks = with_resume_checkpoint(built.callbacks, built.trainer_kwargs)
+    pruning = pruning_callback()  # a search sweep's trial with a pruner
+    if pruning is not None:
+        callbacks.append(pruning)
     if not any(isinstance(c, (ProgressBar, ProgressLines)) for c in callbacks):
         callbacks.append(progress_bar() if sys.stderr.isatty() else ProgressLines())
     return L.Trainer(
@@ -463,16 +476,18 @@ def last_checkpoint(run_id: str) -> Path | None:
     return found[-1] if found else None
 
 
-def resume(run_id: str, uri: str | None = None) -> RunResult:
+def resume(run_id: str, uri: str | None = None, from_start: bool = False) -> RunResult:
     """Continue a killed run from its resume checkpoint, into the same MLflow run. Training
     continues exactly where the checkpoint was written (weights, optimizer, loop position, the
     train loader's place in the epoch, random generators), so the run ends with the metrics of an
     uninterrupted one. The metrics the killed process logged after that checkpoint are logged
     again by the resumed one with the same values; the logger drops them (see
-    `Tracker.logged_steps`), so the MLflow history holds each step once, as an uninterrupted run's."""
+    `Tracker.logged_steps`), so the MLflow history holds each step once, as an uninterrupted run's.
+    With `from_start` (a requeued SLURM job stopped before its first checkpoint), a run that left
+    no checkpoint trains again from its start, into the same run."""
     run_info, spec_file = stored_spec(run_id, uri)
     checkpoint = last_checkpoint(run_id)
-    if checkpoint is None:
+    if checkpoint is None and not from_start:
         raise FileNotFoundError(
             f"run {run_id} left no resume checkpoint under {runs_dir()}/*/{run_id}/checkpoints/ "
             f"(it stopped before its first one was written, or checkpointing was off); "
@@ -480,11 +495,12 @@ def resume(run_id: str, uri: str | None = None) -> RunResult:
         )
     if uri:
         os.environ["MLFLOW_TRACKING_URI"] = uri
-    overrides = ["init=null"] if run_info.data.tags.get("expspec.init_checkpoint") else []
+    overrides = (["init=null"] if checkpoint else _init_override(run_info)) \
+        if run_info.data.tags.get("expspec.init_checkpoint") else []
     units = prepare(spec_file, overrides)
     tags = run_info.data.tags
     return run_unit(units[0], tags.get("expspec.spec_hash", ""), overrides, parent_run_id=tags.get("mlflow.parentRunId"),
-                    resume_run_id=run_id, resume_checkpoint=str(checkpoint))
+                    resume_run_id=run_id, resume_checkpoint=str(checkpoint) if checkpoint else None)
 
 
 def rerun(run_id: str, uri: str | None = None) -> RunResult:

@@ -136,17 +136,37 @@ class RandomSearch(Section):
     params: dict[str, Distribution]
 
 
+class OptunaSearch(Section):
+    """A search sweep on Optuna (framework/queue.py): `trials` trials in all, however many workers
+    share the queue; each trial's `params` are drawn by `sampler` when a worker takes it, and the
+    run's last `metric` value is the trial's result, minimized or maximized. `pruner` stops a trial
+    early from its `metric` reported at each validation; `seed` seeds the sampler (per trial
+    number, so two workers never draw alike)."""
+
+    trials: int = Field(ge=1, le=100_000)
+    metric: str = Field(min_length=1, description="a metric key the runs report, e.g. val/loss")
+    direction: Literal["minimize", "maximize"] = "minimize"
+    sampler: Literal["tpe", "random", "qmc", "gp"] = "tpe"
+    pruner: Literal["none", "median", "successive_halving", "hyperband"] = "none"
+    seed: int = 0
+    params: dict[str, Distribution] = Field(min_length=1)
+
+
 class Sweep(Section):
-    """Trials = grid (cartesian product) x zip (i-th values together) x random samples x seeds.
-    Keys are override paths (`loss.terms.cvm.weight`); each trial is the spec with those overrides."""
+    """Trials = grid (cartesian product) x zip (i-th values together) x random samples x seeds,
+    or `optuna:` alone (a search: trials drawn as they are taken). Keys are override paths
+    (`loss.terms.cvm.weight`); each trial is the spec with those overrides."""
 
     grid: dict[str, list[Any]] = {}
     zip: dict[str, list[Any]] = {}
     random: RandomSearch | None = None
     seeds: list[int] = []
+    optuna: OptunaSearch | None = None
 
     @model_validator(mode="after")
     def _zip_lengths(self) -> "Sweep":
+        if self.optuna is not None and (self.grid or self.zip or self.random or self.seeds):
+            raise ValueError("optuna draws every trial itself: write it alone, without grid, zip, random or seeds")
         lengths = {len(v) for v in self.zip.values()}
         if len(lengths) > 1:
             raise ValueError(f"zip lists must have equal lengths, got {sorted(lengths)}")

@@ -77,27 +77,48 @@ def plan_trials(spec_path: str | Path, overrides: list[str]) -> tuple[list[Trial
     against the committed schema (`framework.plan.SweepChecker`; no torch import). The hashes are
     the ones each trial's `exp run` computes from live signatures, as long as the committed schema
     is current (a test checks it is); an `init: {spec}` upstream is hashed once per overrides."""
-    from framework.runner import plan_hash
-    from framework.schema import CommittedSchemas
+    plan = SweepPlan(spec_path, overrides)
+    return plan.trials, plan.hashes, plan.base
 
-    checker = SweepChecker(spec_path, overrides, CommittedSchemas(live_fallback=True))
-    if not checker.trials:
-        mark = checker.unresolved.value_mark(())
-        raise SpecError([Problem(mark, ("sweep",), "this spec has no 'sweep:' section; use `exp run`")])
-    upstreams: dict[tuple[Path, tuple[str, ...]], str] = {}
 
-    def upstream_hash(other: Path, init_overrides: list[str]) -> str:
+class SweepPlan:
+    """A sweep's trials, their hashes and base operative spec (see `plan_trials`); `optuna`: the
+    `sweep.optuna` section of a search sweep (its `trials` are then two probes, see
+    `framework.plan.optuna_probes`), and `hash_of(trial)` hashes a trial drawn later."""
+
+    def __init__(self, spec_path: str | Path, overrides: list[str]) -> None:
+        from framework.schema import CommittedSchemas
+
+        self.spec_path = spec_path
+        self.checker = checker = SweepChecker(spec_path, overrides, CommittedSchemas(live_fallback=True))
+        if not checker.trials:
+            mark = checker.unresolved.value_mark(())
+            raise SpecError([Problem(mark, ("sweep",), "this spec has no 'sweep:' section; use `exp run`")])
+        self.upstreams: dict[tuple[Path, tuple[str, ...]], str] = {}
+        self.hashes: list[str] = []
+        problems = checker.check(lambda units: self.hashes.append(self.units_hash(units)))
+        if problems:
+            raise SpecError(problems)
+        self.trials, self.base = checker.trials, checker.base[0].operative
+        self.optuna: dict[str, Any] | None = checker.sweep["optuna"] if checker.sweep else None
+
+    def units_hash(self, units: list[Any], path: str | Path | None = None) -> str:
+        """The hash of a trial's units (of spec `path`, default the sweep's)."""
+        from framework.runner import plan_hash
+
+        return plan_hash(units, path or self.spec_path, self.upstream_hash)
+
+    def upstream_hash(self, other: Path, init_overrides: list[str]) -> str:
+        """An `init: {spec}` upstream's hash, computed once per (spec, overrides)."""
         key = (other.resolve(), tuple(init_overrides))
-        if key not in upstreams:
-            units = validate_plan(load_spec(other, init_overrides), checker.schemas, checker.cache)
-            upstreams[key] = plan_hash(units, other, upstream_hash)
-        return upstreams[key]
+        if key not in self.upstreams:
+            units = validate_plan(load_spec(other, init_overrides), self.checker.schemas, self.checker.cache)
+            self.upstreams[key] = self.units_hash(units, other)
+        return self.upstreams[key]
 
-    hashes: list[str] = []
-    problems = checker.check(lambda units: hashes.append(plan_hash(units, spec_path, upstream_hash)))
-    if problems:
-        raise SpecError(problems)
-    return checker.trials, hashes, checker.base[0].operative
+    def hash_of(self, trial: Trial) -> str:
+        """The spec hash of a trial (one drawn by a search); a SpecError when it is not valid."""
+        return self.units_hash(self.checker.units(trial))
 
 
 def _finished_hashes(client: Any, experiment_id: str, parent: str | None = None) -> dict[str, str]:
@@ -166,12 +187,15 @@ def run_sweep(
     overrides = list(overrides or [])
     if isolate not in ISOLATIONS:
         raise ValueError(f"isolate must be one of {', '.join(ISOLATIONS)}, got {isolate!r}")
-    trials, hashes, base = plan_trials(spec_path, overrides)
+    plan = SweepPlan(spec_path, overrides)
+    if plan.optuna:  # a search: its trials are drawn as they are taken, through a local queue
+        return search_locally(spec_path, overrides, jobs, isolate, echo)
+    trials, hashes, base = plan.trials, plan.hashes, plan.base
     preload = component_modules(base)
     if isolate == "fork":
         warm_context(preload)  # the server imports while the parent run is opened
     threads = _threads(base, overrides, jobs, cores)
-    tracker, done = _open_parent(spec_path, overrides, base, hashes)
+    tracker, done = open_parent(spec_path, overrides, base, hashes)
     parent = tracker.run_id
     outcomes, todo = _skip_finished(trials, hashes, done, echo)
     given = " (as given)" if sets_threads(overrides) else ""
@@ -198,6 +222,17 @@ def run_sweep(
     return result
 
 
+def search_locally(spec_path: str | Path, overrides: list[str], jobs: int, isolate: str, echo: Any) -> SweepResult:
+    """`exp sweep` of an `optuna:` search without `--queue`: one worker on a journal file beside
+    the local cache (`.expspec/optuna.journal`), so a second invocation continues the same study."""
+    from framework.queue import Worker
+    from framework.runner import cache_dir
+
+    queue = f"journal:{(cache_dir().parent / 'optuna.journal').resolve()}"
+    report = Worker(spec_path, overrides, queue, jobs=jobs, isolate=isolate, echo=echo).run()
+    return SweepResult(report.parent_run_id, report.outcomes)
+
+
 def _threads(base: dict[str, Any], overrides: list[str], jobs: int, cores: int | None) -> int:
     """Torch threads per trial: the spec's hardware.threads capped at cores // jobs, or exactly the
     value the user's overrides give (an explicit choice wins over the tool's)."""
@@ -206,15 +241,20 @@ def _threads(base: dict[str, Any], overrides: list[str], jobs: int, cores: int |
     return min(base["hardware"]["threads"], max(1, (cores or os.cpu_count() or 1) // max(1, jobs)))
 
 
-def _open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, Any],
+def sweep_hash_of(hashes: list[str]) -> str:
+    """A sweep's identity: the hash of its trials' spec hashes, in order."""
+    import hashlib
+
+    return hashlib.sha256("|".join(hashes).encode()).hexdigest()[:16]
+
+
+def open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, Any],
                  hashes: list[str]) -> tuple[Any, dict[str, str]]:
     """(the parent run's tracker, spec hash -> id of a FINISHED run in the experiment). The parent
     run of an earlier invocation of the same sweep (same trial hashes) is reopened, not duplicated."""
-    import hashlib
-
     from framework.tracking import Tracker, experiment_id
 
-    sweep_hash = hashlib.sha256("|".join(hashes).encode()).hexdigest()[:16]
+    sweep_hash = sweep_hash_of(hashes)
     tracker = Tracker(base, str(spec_path), sweep_hash, overrides, kind="sweep",
                       extra_tags={"expspec.sweep": "true", "expspec.sweep_hash": sweep_hash,
                                   "expspec.trials": str(len(hashes))})
@@ -280,11 +320,11 @@ class TrialLauncher:
         threads = [] if sets_threads(given) else [f"hardware.threads={self.threads}"]
         return ["run", str(self.spec_path), *given, *threads]
 
-    def run(self, i: int, trial: Trial) -> TrialOutcome:
-        """Run trial `i` to its end (called from a worker thread)."""
+    def run(self, i: int, trial: Trial, extra_env: dict[str, str] | None = None) -> TrialOutcome:
+        """Run trial `i` to its end (called from a worker thread); `extra_env` adds to its environment."""
         result_file, log_file = self.workdir / f"{i}.json", self.workdir / f"{i}.log"
         env = {**os.environ, "EXPSPEC_PARENT_RUN_ID": self.parent_run_id, "EXPSPEC_RESULT_FILE": str(result_file),
-               "EXPSPEC_RUN_NAME": trial.name}
+               "EXPSPEC_RUN_NAME": trial.name, **(extra_env or {})}
         env.pop("EXPSPEC_RUN_ID", None)
         start = time.perf_counter()
         try:

@@ -215,6 +215,14 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def run_tags_from_env() -> dict[str, str]:
+    """Tags a launcher gives the run it starts, as a JSON object in $EXPSPEC_RUN_TAGS (read once:
+    a queued sweep trial's study and index, a SLURM job's id)."""
+    import json
+
+    return {str(k): str(v) for k, v in json.loads(os.environ.pop("EXPSPEC_RUN_TAGS", "") or "{}").items()}
+
+
 class Tracker:
     """One MLflow run of one operative spec (or the parent run of stages or of a sweep).
 
@@ -299,6 +307,7 @@ class Tracker:
             **{f"expspec.version.{k}": v for k, v in package_versions().items()},
             **process_tags(),
             **self.extra_tags,
+            **run_tags_from_env(),
         }
         if self.parent_run_id:
             tags[PARENT_TAG] = self.parent_run_id

@@ -24,6 +24,7 @@ import torch  # noqa: F401
 import framework.builder  # noqa: F401
 import framework.compare  # noqa: F401  (`exp run`'s parser names every command)
 import framework.mlflow_logger  # noqa: F401
+import framework.queue  # noqa: F401  (a trial's runner asks it for a search's pruning callback)
 import framework.runner  # noqa: F401
 import framework.sweep  # noqa: F401
 import framework.tracking  # noqa: F401
