@@ -355,9 +355,11 @@ class Tracker:
         from framework.mlflow_logger import RunLogger
 
         assert self.run_id is not None
+        from framework.store import uploads_checkpoints
+
         log_model = self.operative["tracking"]["log_checkpoints"]
         return RunLogger(tracking_uri=self.uri, run_id=self.run_id, log_model=log_model,
-                         already_logged=self.already_logged)
+                         already_logged=self.already_logged, upload_checkpoints=uploads_checkpoints(self.uri))
 
     def finish(self, error: BaseException | None = None) -> None:
         """End the run: FINISHED, or FAILED with the error logged, or KILLED on Ctrl-C / exit."""
