@@ -360,6 +360,7 @@ def _open_run(unit: Unit, unit_hash: str, overrides: list[str], parent_run_id: s
               resume_run_id: str | None) -> tuple[Any, str | None]:
     """(tracker, run id): a new MLflow run, or the resumed one. Ranks other than zero get no
     tracker and the run id rank zero exported in $EXPSPEC_RUN_ID (None before it has one)."""
+    from framework.run_context import log_dataset
     from framework.tracking import Tracker
 
     if not is_rank_zero():
@@ -367,6 +368,13 @@ def _open_run(unit: Unit, unit_hash: str, overrides: list[str], parent_run_id: s
     tracker = Tracker(unit.operative, unit.loaded.source, unit_hash, overrides, parent_run_id)
     run_id = tracker.attach(resume_run_id) if resume_run_id else tracker.start()
     os.environ["EXPSPEC_RUN_ID"] = run_id  # for DDP ranks started by Lightning's launcher
+    try:
+        if not resume_run_id:
+            log_dataset(tracker.client, run_id, unit.operative, unit.loaded.source)
+        tracker.monitor_system(resumed=bool(resume_run_id))
+    except BaseException as error:
+        tracker.finish(error)
+        raise
     announce(tracker, "resumed" if resume_run_id else "started")
     return tracker, run_id
 
