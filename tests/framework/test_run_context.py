@@ -1,6 +1,6 @@
 """The run context a researcher reads in the MLflow UI (framework/run_context.py): user and source,
 installed packages, the git diff of a dirty tree, the data as a dataset input with a digest,
-system metrics; and where a run's result and checkpoints go (framework/store.py)."""
+system metrics."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from mlflow.tracking import MlflowClient
 
 from framework.run_context import data_digest, installed_packages
 from framework.runner import run
-from framework.store import uploads_checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "specs/cvm_fairness/tiny.yaml"
@@ -73,16 +72,3 @@ def test_the_data_digest_follows_the_data_section_and_the_seed(change: dict, sam
     base = {"name": "x", "seed": 0, "data": {"type": "synthetic_fair_tabular", "n_samples": 6000},
             "trainer": {"max_steps": 300}}
     assert (data_digest({**base, **change}) == data_digest(base)) is same
-
-
-@pytest.mark.parametrize("uri, uploads", [
-    ("sqlite:///mlflow.db", False),
-    ("sqlite:////tmp/x/mlflow.db", False),
-    ("file:///tmp/mlruns", False),
-    ("mlruns", False),
-    ("http://127.0.0.1:5000", True),
-    ("https://mlflow.lab.example", True),
-    ("postgresql+psycopg2://u@db/mlflow", True),
-])
-def test_resume_checkpoints_are_uploaded_when_the_store_is_not_a_local_file(uri: str, uploads: bool) -> None:
-    assert uploads_checkpoints(uri) is uploads
