@@ -82,6 +82,13 @@ def test_init_spec_in_directory_b_reuses_the_weights_directory_a_uploaded(server
     assert sorted(a.path for a in client.list_artifacts(upstream.info.run_id, "result")) == \
         ["result/final.ckpt", "result/result.json"]
 
+    # a sweep in B skips the trial A finished (same spec hash) and runs only the other one
+    (specs / "seeds.yaml").write_text("extends: pretrain.yaml\nname: team-seeds\nsweep: {grid: {seed: [0, 1]}}\n")
+    done = exp(server, b, "sweep", str(specs / "seeds.yaml"), *SHORT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"[skip] seed=0: already finished (run {upstream.info.run_id[:8]}, same spec hash)" in done.stdout
+    assert "summary: 1 skipped, 1 finished" in done.stdout
+
 
 def test_a_run_killed_in_directory_a_resumes_in_directory_b_from_the_stored_checkpoint(server: str,
                                                                                        tmp_path: Path) -> None:
