@@ -26,7 +26,11 @@ class RunLogger(MLFlowLogger):
     have passed since the last write, and at every `finalize` (end of fit, end of test, and when
     Lightning stops on an exception), so the run holds every value before the runner ends it.
     The MLflow UI lags a live run by at most `flush_seconds`; a process killed outright loses
-    at most the metrics logged since the last checkpoint, which a resume logs again.
+    at most the metrics logged since the last checkpoint, which a resume logs again. With
+    `flush_seconds > 0` the periodic writes are asynchronous (MLflow's async logging: a
+    background thread sends them), so a remote tracking server's latency never stalls a
+    training step; `finalize` and every resume checkpoint wait until they are stored. With
+    `flush_seconds = 0` every write is synchronous (the run holds a value once it is logged).
 
     Args:
         flush_seconds: Seconds between metric writes (above).
@@ -36,11 +40,17 @@ class RunLogger(MLFlowLogger):
             dropped (Lightning logs `epoch` twice at an epoch's last step: after the train batch
             and after validation). Everything later is logged. The resume checkpoint flushes the
             queue when it is written (components/callbacks/resume.py), so the run holds every value up to the
-            step a resume starts from."""
+            step a resume starts from.
+        upload_checkpoints: Upload the resume checkpoint as the artifact
+            `checkpoints/resume.ckpt` each time it is written (`checkpoint_written`), so that
+            `exp resume` can fetch it on another machine (framework/store.py)."""
 
     def __init__(self, *args: Any, flush_seconds: float | None = None,
-                 already_logged: dict[tuple[str, int], int] | None = None, **kwargs: Any) -> None:
+                 already_logged: dict[tuple[str, int], int] | None = None, upload_checkpoints: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.upload_checkpoints = upload_checkpoints
+        self._in_flight: list[Any] = []  # RunOperations of asynchronous writes not waited for yet
         if flush_seconds is None:
             flush_seconds = float(os.environ.get("EXPSPEC_METRICS_FLUSH_SECONDS", FLUSH_SECONDS))
         self.flush_seconds = flush_seconds
@@ -77,11 +87,29 @@ class RunLogger(MLFlowLogger):
     def flush(self) -> None:
         """Write the queued metrics now."""
         pending, self._pending = self._pending, []
+        synchronous = self.flush_seconds <= 0
         for start in range(0, len(pending), MAX_BATCH):
-            self.experiment.log_batch(self.run_id, metrics=pending[start : start + MAX_BATCH])
+            operation = self.experiment.log_batch(self.run_id, metrics=pending[start : start + MAX_BATCH],
+                                                  synchronous=synchronous)
+            if operation is not None:
+                self._in_flight.append(operation)
         self._written = time.monotonic()
 
-    def finalize(self, status: str = "success") -> None:
+    def wait(self) -> None:
+        """Write the queued metrics and wait until every asynchronous write is stored."""
         self.flush()
+        in_flight, self._in_flight = self._in_flight, []
+        for operation in in_flight:
+            operation.wait()
+
+    def checkpoint_written(self, path: str | os.PathLike) -> None:
+        """The resume checkpoint was just written at `path`: the run must hold every metric up to
+        its step (a resume logs only later ones), and, with `upload_checkpoints`, the file."""
+        self.wait()
+        if self.upload_checkpoints:
+            self.experiment.log_artifact(self.run_id, str(path), "checkpoints")
+
+    def finalize(self, status: str = "success") -> None:
+        self.wait()
         if self._initialized and self._checkpoint_callback:
             self._scan_and_log_checkpoints(self._checkpoint_callback)

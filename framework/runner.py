@@ -3,8 +3,10 @@
 - Phases (`phases:`, default [fit, test]) run in order; test uses the weights at the end of fit
   (not a "best" checkpoint), so reported test metrics belong to the model the run produced.
 - Every finished run stores its final weights and metrics in a local cache keyed by its
-  operative-spec hash (`.expspec/cache/<hash>/`, or $EXPSPEC_CACHE_DIR): `init: {spec: ...}` and
-  `exp reproduce` reuse them instead of retraining the same thing.
+  operative-spec hash (`.expspec/cache/<hash>/`, or $EXPSPEC_CACHE_DIR) and uploads them to its
+  MLflow run (framework/store.py): `init: {spec: ...}` and `exp reproduce` reuse them instead of
+  retraining the same thing, from the local cache, else from the tracking store (another
+  machine's run), else by running the spec.
 - Every run that fits writes a resume checkpoint (components/callbacks/resume.py); `exp resume`
   continues a killed run from it exactly, into the same MLflow run (see `resume`).
 - The spec is built before its MLflow run is opened: a spec error found while building leaves
@@ -31,6 +33,7 @@ from framework.loader import load_spec
 from framework.plan import Unit, validate_plan
 from framework.schema import LiveSchemas
 from framework.spec import spec_hash
+from framework.store import fetch_result, upload_result
 
 
 def runs_dir() -> Path:
@@ -131,10 +134,12 @@ def _store(result: RunResult) -> None:
 
 
 def obtain(spec_path: str | Path, overrides: list[str] | None = None, fresh: bool = False) -> RunResult:
-    """A finished result of this spec: from the cache when its hash finished before, else run it."""
+    """A finished result of this spec: from the local cache, else from the tracking store (a
+    finished run with its hash, downloaded into the cache), else run it."""
     units = prepare(spec_path, overrides)
     if not fresh:
-        hit = cached(plan_hash(units, spec_path))
+        total_hash = plan_hash(units, spec_path)
+        hit = cached(total_hash) or fetch_result(total_hash, units[0].operative)
         if hit is not None:
             return hit
     return run(spec_path, overrides)
@@ -233,6 +238,7 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
                        checkpoint=list(results.values())[-1].checkpoint, stages=results)
     if tracker:
         tracker.log_metrics(metrics)
+        upload_result(tracker.client, parent_id, result)
         tracker.finish()
         _store(result)
     return result
@@ -310,6 +316,7 @@ def run_unit(
         tracker.client.set_tag(run_id, "expspec.checkpoint", final or "")
         if operative["tracking"]["log_checkpoints"] and last_checkpoint(run_id):
             tracker.client.log_artifact(run_id, str(last_checkpoint(run_id)), "checkpoints")
+        upload_result(tracker.client, run_id, result)
         tracker.finish()
         _store(result)
     return result
@@ -361,6 +368,7 @@ def _open_run(unit: Unit, unit_hash: str, overrides: list[str], parent_run_id: s
               resume_run_id: str | None) -> tuple[Any, str | None]:
     """(tracker, run id): a new MLflow run, or the resumed one. Ranks other than zero get no
     tracker and the run id rank zero exported in $EXPSPEC_RUN_ID (None before it has one)."""
+    from framework.run_context import log_dataset
     from framework.tracking import Tracker
 
     if not is_rank_zero():
@@ -368,6 +376,13 @@ def _open_run(unit: Unit, unit_hash: str, overrides: list[str], parent_run_id: s
     tracker = Tracker(unit.operative, unit.loaded.source, unit_hash, overrides, parent_run_id)
     run_id = tracker.attach(resume_run_id) if resume_run_id else tracker.start()
     os.environ["EXPSPEC_RUN_ID"] = run_id  # for DDP ranks started by Lightning's launcher
+    try:
+        if not resume_run_id:
+            log_dataset(tracker.client, run_id, unit.operative, unit.loaded.source)
+        tracker.monitor_system(resumed=bool(resume_run_id))
+    except BaseException as error:
+        tracker.finish(error)
+        raise
     announce(tracker, "resumed" if resume_run_id else "started")
     return tracker, run_id
 
@@ -486,11 +501,11 @@ def resume(run_id: str, uri: str | None = None, from_start: bool = False) -> Run
     With `from_start` (a requeued SLURM job stopped before its first checkpoint), a run that left
     no checkpoint trains again from its start, into the same run."""
     run_info, spec_file = stored_spec(run_id, uri)
-    checkpoint = last_checkpoint(run_id)
+    checkpoint = last_checkpoint(run_id) or _fetch_checkpoint(run_info, uri)
     if checkpoint is None and not from_start:
         raise FileNotFoundError(
             f"run {run_id} left no resume checkpoint under {runs_dir()}/*/{run_id}/checkpoints/ "
-            f"(it stopped before its first one was written, or checkpointing was off); "
+            f"nor in the store (it stopped before its first one was written, or checkpointing was off); "
             f"start it again with `exp rerun {run_id}`"
         )
     if uri:
@@ -501,6 +516,17 @@ def resume(run_id: str, uri: str | None = None, from_start: bool = False) -> Run
     tags = run_info.data.tags
     return run_unit(units[0], tags.get("expspec.spec_hash", ""), overrides, parent_run_id=tags.get("mlflow.parentRunId"),
                     resume_run_id=run_id, resume_checkpoint=str(checkpoint) if checkpoint else None)
+
+
+def _fetch_checkpoint(run_info: Any, uri: str | None) -> Path | None:
+    """The run's resume checkpoint from the tracking store (uploaded by a run on a tracking
+    server), downloaded to where `last_checkpoint` finds it; None when the store has none."""
+    from components.callbacks.resume import RESUME_FILE
+    from framework.store import fetch_resume_checkpoint
+    from framework.tracking import client
+
+    target = runs_dir() / run_info.info.experiment_id / run_info.info.run_id / "checkpoints" / RESUME_FILE
+    return fetch_resume_checkpoint(client(uri), run_info, target)
 
 
 def rerun(run_id: str, uri: str | None = None) -> RunResult:

@@ -210,6 +210,7 @@ def run_sweep(
         tracker.finish(error)
         raise
     finally:
+        upload_trial_logs(tracker.client, parent, launcher.workdir, trials, echo)
         shutil.rmtree(launcher.workdir, ignore_errors=True)
     result = SweepResult(parent, [outcomes[i] for i in sorted(outcomes)])
     echo(summary(result))
@@ -231,6 +232,25 @@ def search_locally(spec_path: str | Path, overrides: list[str], jobs: int, isola
     queue = f"journal:{(cache_dir().parent / 'optuna.journal').resolve()}"
     report = Worker(spec_path, overrides, queue, jobs=jobs, isolate=isolate, echo=echo).run()
     return SweepResult(report.parent_run_id, report.outcomes)
+
+
+def upload_trial_logs(client: Any, parent: str, workdir: Path, trials: list[Trial], echo: Any = print) -> None:
+    """Each launched trial's output (its log file) as the parent run's artifact
+    `trial_logs/<index> <trial name>.log`: what a trial printed, failed ones included, stays
+    with the sweep after its temporary folder is removed. A store that refuses the upload is
+    reported, not raised: the trials' results are stored already."""
+    logs = sorted(workdir.glob("*.log"), key=lambda path: int(path.stem))
+    if not logs:
+        return
+    named = workdir / "trial_logs"
+    named.mkdir()
+    for log in logs:
+        i = int(log.stem)
+        log.rename(named / f"{i:03d} {trials[i].name.replace('/', '_')}.log")
+    try:
+        client.log_artifacts(parent, str(named), "trial_logs")
+    except Exception as error:  # noqa: BLE001 (any store error)
+        echo(f"the trials' logs were not uploaded to the parent run: {error}")
 
 
 def _threads(base: dict[str, Any], overrides: list[str], jobs: int, cores: int | None) -> int:

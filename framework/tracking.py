@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from framework.run_context import SystemMetrics, context_tags, log_context
+
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
@@ -250,6 +252,11 @@ class Tracker:
         self.client = client(self.uri)
         self.run_id: str | None = None
         self.already_logged: dict[tuple[str, int], int] = {}
+        self.system_metrics: SystemMetrics | None = None
+
+    def monitor_system(self, resumed: bool = False) -> None:
+        """Sample the machine's load into the run until `finish` (framework/run_context.py)."""
+        self.system_metrics = SystemMetrics(self.client, self.run_id, self.uri, resumed)
 
     def attach(self, run_id: str) -> str:
         """Continue an existing run (resume): it is RUNNING again, in this process, until `finish`."""
@@ -299,6 +306,7 @@ class Tracker:
         given = os.environ.pop("EXPSPEC_RUN_NAME", None)  # a sweep names its trials
         run_name = given or self.run_name(experiment)
         tags = {
+            **context_tags(self.spec_path),
             "mlflow.runName": run_name,
             "expspec.name": op["name"],
             "expspec.spec_path": self.spec_path,
@@ -316,6 +324,7 @@ class Tracker:
         if op["description"]:
             tags["mlflow.note.content"] = op["description"]
         state = git_state()
+        dirty = False
         if state:
             tags["mlflow.source.git.commit"], dirty = state
             tags["expspec.git_dirty"] = str(dirty).lower()
@@ -327,6 +336,7 @@ class Tracker:
             for start in range(0, len(params), 100):
                 self.client.log_batch(self.run_id, params=params[start : start + 100])
             self.client.log_text(self.run_id, yaml.safe_dump(op, sort_keys=False), "resolved_spec.yaml")
+            log_context(self.client, self.run_id, dirty)
         except BaseException as error:
             self.finish(error)
             raise
@@ -364,14 +374,18 @@ class Tracker:
         from framework.mlflow_logger import RunLogger
 
         assert self.run_id is not None
+        from framework.store import uploads_checkpoints
+
         log_model = self.operative["tracking"]["log_checkpoints"]
         return RunLogger(tracking_uri=self.uri, run_id=self.run_id, log_model=log_model,
-                         already_logged=self.already_logged)
+                         already_logged=self.already_logged, upload_checkpoints=uploads_checkpoints(self.uri))
 
     def finish(self, error: BaseException | None = None) -> None:
         """End the run: FINISHED, or FAILED with the error logged, or KILLED on Ctrl-C / exit."""
         if self.run_id is None:
             return
+        if self.system_metrics is not None:
+            self.system_metrics.stop()
         if error is None:
             self.client.set_terminated(self.run_id, "FINISHED")
             return

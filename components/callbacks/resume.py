@@ -148,7 +148,9 @@ class ResumeCheckpoint(Checkpoint):
         if trainer.is_global_zero:
             os.replace(partial, path)
             for logger in trainer.loggers:  # the run holds every metric up to the step a resume starts from
-                if hasattr(logger, "flush"):
+                if hasattr(logger, "checkpoint_written"):  # and, on a tracking server, the file
+                    logger.checkpoint_written(path)
+                elif hasattr(logger, "flush"):
                     logger.flush()
 
 

@@ -36,3 +36,13 @@ def test_a_due_flush_writes_at_once(tracked: str) -> None:
     logger = RunLogger(tracking_uri=tracked, run_id=run_id, flush_seconds=0)
     logger.log_metrics({"train/loss": 2.0}, 7)
     assert _history(tracked, run_id, "train/loss") == [(7, 2.0)]
+
+
+def test_periodic_writes_are_asynchronous_and_wait_stores_them(tracked: str) -> None:
+    run_id = _run(tracked)
+    logger = RunLogger(tracking_uri=tracked, run_id=run_id, flush_seconds=3600)
+    logger.log_metrics({"train/loss": 3.0}, 4)
+    logger.flush()  # handed to MLflow's background writer
+    assert len(logger._in_flight) == 1
+    logger.wait()
+    assert logger._in_flight == [] and _history(tracked, run_id, "train/loss") == [(4, 3.0)]

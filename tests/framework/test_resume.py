@@ -59,8 +59,9 @@ def _killed_at(step: int | None, overrides: list[str], runs: Path) -> str:
 
 
 def _history(client: MlflowClient, run_id: str) -> dict[str, list[tuple[int, float]]]:
-    """Every logged value of every metric, as (step, value), in step order."""
-    keys = client.get_run(run_id).data.metrics
+    """Every logged value of every metric, as (step, value), in step order; system metrics (the
+    machine's load while the run trained, framework/run_context.py) left out."""
+    keys = [k for k in client.get_run(run_id).data.metrics if not k.startswith("system/")]
     return {k: sorted((m.step, m.value) for m in client.get_metric_history(run_id, k)) for k in keys}
 
 

@@ -88,7 +88,13 @@ def test_failures_reported_and_summarized(tracked: str, tmp_path: Path) -> None:
     assert any("in_features=5: FAILED" in line for line in lines)
     assert lines[-2].startswith("summary: 1 finished, 1 failed")
     assert lines[-1].startswith(f"compare: exp compare {result.parent_run_id}   browse: exp ui   (store ")
-    assert MlflowClient(tracked).get_run(result.parent_run_id).info.status == "FAILED"
+    client = MlflowClient(tracked)
+    assert client.get_run(result.parent_run_id).info.status == "FAILED"
+    # every trial's output stays with the parent run, the failed trial's too
+    logs = sorted(a.path for a in client.list_artifacts(result.parent_run_id, "trial_logs"))
+    assert logs == ["trial_logs/000 in_features=6.log", "trial_logs/001 in_features=5.log"]
+    failed_log = client.download_artifacts(result.parent_run_id, logs[1], str(tmp_path))
+    assert "is 5 but the data has in_features = 6" in Path(failed_log).read_text()
 
 
 def test_fail_fast_launches_no_more(tracked: str, tmp_path: Path) -> None:

@@ -1,0 +1,53 @@
+"""framework/store.py: a finished run's result (metrics, final weights) is uploaded to its MLflow
+run and found again by spec hash from another local cache; which stores get each resume
+checkpoint. Across two working directories on a real tracking server: test_team_store.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+from framework.runner import obtain, run
+from framework.store import RESULT_TAG, uploads_checkpoints
+from test_stages import STAGED
+
+
+def _same_weights(a: str, b: str) -> bool:
+    left, right = (torch.load(p, weights_only=True)["state_dict"] for p in (a, b))
+    return left.keys() == right.keys() and all(torch.equal(left[k], right[k]) for k in left)
+
+
+def test_a_staged_result_missing_from_the_local_cache_is_fetched_from_the_store(
+        tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    spec = tmp_path / "staged.yaml"
+    spec.write_text(STAGED)
+    first = run(spec)
+    assert MlflowClient(tracked).get_run(first.run_id).data.tags[RESULT_TAG] == "stored"
+    other = tmp_path / "other-cache"  # another machine's cache: empty
+    monkeypatch.setenv("EXPSPEC_CACHE_DIR", str(other))
+    capsys.readouterr()
+    fetched = obtain(spec)
+    assert (fetched.run_id, fetched.metrics, list(fetched.stages)) == (first.run_id, first.metrics, list(first.stages))
+    for name, stage in fetched.stages.items():
+        assert Path(stage.checkpoint).is_relative_to(other) and stage.run_id == first.stages[name].run_id
+        assert _same_weights(stage.checkpoint, first.stages[name].checkpoint)
+    assert fetched.checkpoint == fetched.stages["fresh"].checkpoint
+    assert f"result of spec hash {first.spec_hash} fetched from run {first.run_id}" in capsys.readouterr().err
+    assert obtain(spec).to_json() == fetched.to_json()  # now from the local cache
+    assert "fetched" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("uri, uploads", [
+    ("sqlite:///mlflow.db", False),
+    ("sqlite:////tmp/x/mlflow.db", False),
+    ("file:///tmp/mlruns", False),
+    ("mlruns", False),
+    ("http://127.0.0.1:5000", True),
+    ("https://mlflow.lab.example", True),
+    ("postgresql+psycopg2://u@db/mlflow", True),
+])
+def test_resume_checkpoints_are_uploaded_when_the_store_is_not_a_local_file(uri: str, uploads: bool) -> None:
+    assert uploads_checkpoints(uri) is uploads
