@@ -7,17 +7,11 @@ missing, and fail instead under EXPSPEC_CI=1 (`.ci/run` installs them)."""
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import os
-import pwd
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Iterator
@@ -25,17 +19,10 @@ from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
+from services import missing_postgres, postgres, require
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xdist_group("queue")  # one PostgreSQL server for the module
-
-
-def require(missing: str | None) -> None:
-    """Skip with what is missing, or fail when EXPSPEC_CI=1 (.ci/run installs it)."""
-    if missing and os.environ.get("EXPSPEC_CI") == "1":
-        pytest.fail(f"EXPSPEC_CI=1 (.ci/run) but {missing}")
-    if missing:
-        pytest.skip(missing)
 
 
 def _missing(module: str) -> str | None:
@@ -46,52 +33,10 @@ def _missing(module: str) -> str | None:
     return None
 
 
-def _postgres_bin() -> Path | None:
-    found = shutil.which("initdb") or (sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb")) or [None])[-1]
-    return Path(found).resolve().parent if found else None
-
-
-@contextlib.contextmanager
-def _postgres() -> Iterator[str]:
-    """A throwaway PostgreSQL cluster on a free port of 127.0.0.1 (trust authentication), owned by
-    the `postgres` user when this is root (initdb refuses root), stopped by its pid; its URL."""
-    binaries = _postgres_bin()
-    as_user: dict = {}
-    root = Path(tempfile.mkdtemp(prefix="expspec-queue-pg-"))
-    if os.geteuid() == 0:
-        owner = pwd.getpwnam("postgres")
-        as_user = {"user": owner.pw_uid, "group": owner.pw_gid, "extra_groups": [], "cwd": "/"}
-        os.chown(root, owner.pw_uid, owner.pw_gid)
-    subprocess.run([str(binaries / "initdb"), "-D", str(root / "data"), "-U", "postgres", "--auth=trust", "--no-sync"],
-                   check=True, capture_output=True, timeout=120, **as_user)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen([str(binaries / "postgres"), "-D", str(root / "data"), "-p", str(port), "-k", str(root),
-                               "-h", "127.0.0.1", "-c", "fsync=off"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, **as_user)
-    try:
-        import psycopg2
-
-        for _ in range(300):
-            try:
-                psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres").close()
-                break
-            except psycopg2.OperationalError:
-                assert server.poll() is None, "postgres exited"
-                time.sleep(0.2)
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        server.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown
-        server.wait(timeout=60)
-        shutil.rmtree(root, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    require(_missing("optuna") or _missing("psycopg2") or
-            (None if _postgres_bin() else "PostgreSQL is not installed (no initdb; Debian: apt-get install postgresql)"))
-    with _postgres() as url:
+    require(_missing("optuna") or missing_postgres())
+    with postgres() as url:
         yield url
 
 
