@@ -15,6 +15,7 @@ from annotated_types import MinLen
 from torch import nn
 
 from components.tasks.language_modeling import LanguageModeling
+from components.types import NonNegativeInt
 
 
 class LanguageModelingByGroup(LanguageModeling):
@@ -25,14 +26,14 @@ class LanguageModelingByGroup(LanguageModeling):
 
     Args:
         group_key: The batch column (B,) holding each example's group.
-        groups: The group values to report.
+        groups: The group values to report (non-negative integers, e.g. query depths).
         Others: as `language_modeling`.
     """
 
     def __init__(self, model: nn.Module, loss: nn.Module, optimizer: Any, scheduler: Any = None,
                  metrics: dict[str, Any] | None = None, train_metrics: bool = True,
                  log_train_metrics: Literal["interval", "step"] = "interval", group_key: str = "depth",
-                 groups: Annotated[list[int], MinLen(1)] = [1, 2, 3]) -> None:  # noqa: B006 (never mutated)
+                 groups: Annotated[list[NonNegativeInt], MinLen(1)] = [1, 2, 3]) -> None:  # noqa: B006 (never mutated)
         super().__init__(model, loss, optimizer, scheduler, metrics, train_metrics, log_train_metrics)
         self.group_key, self.groups = group_key, list(groups)
         # stage -> metric -> group -> clone (ModuleDict keys may not hold the dot of the logged name)
