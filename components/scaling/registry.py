@@ -1,0 +1,24 @@
+"""Registry entries of the scaling family (width parametrizations, coordinate check, optimal
+learning rates; hybrid_mup): data only, importing this imports nothing."""
+
+KINDS = {
+    "parametrizations": {
+        "noun": "parametrization",
+        "contract": (
+            "Built with the spec's arguments; a model calls apply(model) after its init (rescales it, "
+            "returns the logit multiplier) and groups(model) for its parameter_groups(); "
+            "components/scaling/parametrization.py."),
+    },
+}
+
+ENTRIES = {
+    "parametrizations": {
+        "sp": "components.scaling.parametrization:StandardParametrization",
+        "mup": "components.scaling.parametrization:MuP",
+    },
+    "callbacks": {"coordinate_check": "components.scaling.coordinate_check:CoordinateCheck"},
+    "claim_functions": {
+        "basin_centre_lr": "components.scaling.optimal_lr:basin_centre_lr",
+        "lr_shift_octaves": "components.scaling.optimal_lr:lr_shift_octaves",
+    },
+}
