@@ -48,8 +48,9 @@ def probe_outputs(model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 class CoordinateCheck(L.Callback):
-    """Logs `coord/delta_rms.<module>` after `steps` optimizer updates (module docstring). The task's
-    model is `pl_module.model`, called on the batch's "x".
+    """Logs `coord/delta_rms.<module>` after `steps` optimizer updates (module docstring), to the
+    run's loggers at once and to the run's final metrics. The task's model is `pl_module.model`,
+    called on the batch's "x".
 
     Args:
         steps: Optimizer updates after which the change from init is measured.
@@ -71,6 +72,10 @@ class CoordinateCheck(L.Callback):
         if trainer.global_step != self.steps or self._probe is None:
             return
         now = probe_outputs(pl_module.model, self._probe)
-        for name, value in now.items():
-            pl_module.log(f"coord/delta_rms.{name}", delta_rms(value, self._start[name]), on_step=True,
-                          on_epoch=False)
+        values = {f"coord/delta_rms.{name}": delta_rms(value, self._start[name]) for name, value in now.items()}
+        # Sent to the loggers now, not at Lightning's next logging interval (`steps` need not be one);
+        # into callback_metrics (the run's final metrics) without a second copy to the loggers.
+        for logger in trainer.loggers:
+            logger.log_metrics(values, step=trainer.global_step)
+        for key, value in values.items():
+            pl_module.log(key, value, on_step=True, on_epoch=False, logger=False)

@@ -35,6 +35,22 @@ def test_probe_reads_every_mixer_and_the_logits_and_keeps_the_mode() -> None:
     assert not outputs["logits"].requires_grad
 
 
+class _Logger(L.pytorch.loggers.logger.Logger):
+    """Records what is sent to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[int, dict]] = []
+
+    name, version = "record", 0
+
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        self.calls.append((step, dict(metrics)))
+
+    def log_hyperparams(self, params: object, *args: object, **kwargs: object) -> None:
+        pass
+
+
 class _Task(L.LightningModule):
     def __init__(self) -> None:
         super().__init__()
@@ -53,10 +69,13 @@ def test_callback_logs_the_change_after_the_given_steps() -> None:
                for _ in range(5)]
     task, check = _Task(), CoordinateCheck(steps=3)
     start = probe_outputs(task.model, batches[0]["x"])
-    trainer = L.Trainer(max_steps=5, callbacks=[check], logger=False, enable_checkpointing=False,
+    sent = _Logger()
+    trainer = L.Trainer(max_steps=5, callbacks=[check], logger=sent, log_every_n_steps=50, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")
     trainer.fit(task, train_dataloaders=torch.utils.data.DataLoader(batches, batch_size=None))
     logged = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("coord/")}
+    # the loggers got them once, at step 3, though Lightning's logging interval (50) never came
+    assert [(step, sorted(m)) for step, m in sent.calls if any(k.startswith("coord/") for k in m)] == [(3, sorted(logged))]
     assert sorted(logged) == ["coord/delta_rms.blocks.0.mixer", "coord/delta_rms.blocks.1.mixer",
                               "coord/delta_rms.logits"]
     assert all(v > 0 for v in logged.values())
