@@ -7,6 +7,13 @@ layer with d_model, so each layer has its own weights. Used by llops (specs/llop
 the LM papers that follow (a new mixer is a new table entry, not a new model); `transformer_lm`
 is this model with softmax attention.
 
+Hybrids: `mixers` (a list of mixer nodes) in place of `mixer` gives layer i the mixer
+mixers[i % len(mixers)], e.g. [ssd, softmax_attention] for the alternating Mamba / attention
+pattern "MAMA..." of hybrid_mup (specs/hybrid_mup/). A `parametrization` (`parametrizations`
+table: `sp`, `mup`; components/scaling/parametrization.py) rescales the init, multiplies the logits
+and gives `parameter_groups()` per-group learning-rate scales; without one the model has no
+`parameter_groups` and trains with one learning rate, as before.
+
 Internals: `hidden_states(x)` returns the residual stream after the embedding and after every block
 (the outputs of the submodules `blocks.<i>`, which forward hooks read), `residual(x, layer)` one of
 them, and `logits(h)` reads next-token logits off any of them (a logit lens).
@@ -24,6 +31,7 @@ from components.kinds import Kind
 from components.types import NonNegativeInt, PositiveInt, ProperFraction
 
 SequenceMixer = Annotated[Any, Kind("sequence_mixers")]
+Parametrization = Annotated[Any, Kind("parametrizations")]
 
 
 class ShortConv(nn.Module):
@@ -64,6 +72,8 @@ class CausalLM(nn.Module):
     Args:
         vocab_size: Number of token ids (the data's vocabulary).
         mixer: The sequence mixer node, built once per layer with d_model.
+        mixers: Instead of `mixer`, a list of mixer nodes cycled over the layers (layer i builds
+            mixers[i % len(mixers)]): a hybrid.
         d_model: Width of the residual stream.
         n_layers: Number of blocks.
         max_len: Longest sequence the position table covers.
@@ -71,27 +81,32 @@ class CausalLM(nn.Module):
         dropout: Dropout on the embeddings and block outputs, in [0, 1).
         short_conv: Width of a depthwise causal convolution before each mixer (`ShortConv`, as in
             H3, Based and Mamba); 0 for none.
+        parametrization: A width parametrization node (module docstring), or None for the plain
+            model with one learning rate.
     """
 
     def __init__(
         self,
         vocab_size: PositiveInt,
-        mixer: SequenceMixer,
+        mixer: SequenceMixer | None = None,
         d_model: PositiveInt = 64,
         n_layers: PositiveInt = 2,
         max_len: PositiveInt = 128,
         mlp_ratio: PositiveInt = 4,
         dropout: ProperFraction = 0.0,
         short_conv: NonNegativeInt = 0,
+        mixers: list[SequenceMixer] | None = None,
+        parametrization: Parametrization | None = None,
     ) -> None:
         super().__init__()
-        if not callable(mixer):
-            raise TypeError(f"mixer must be a sequence-mixer factory, got {type(mixer).__name__}")
+        layer_mixers = _layer_mixers(mixer, mixers, n_layers)
         self.vocab_size, self.d_model, self.max_len = vocab_size, d_model, max_len
+        self._arguments = dict(vocab_size=vocab_size, mixer=mixer, n_layers=n_layers, max_len=max_len,
+                               mlp_ratio=mlp_ratio, dropout=dropout, short_conv=short_conv, mixers=mixers)
         self.embed = nn.Embedding(vocab_size, d_model)
         self.position = nn.Embedding(max_len, d_model)
-        self.blocks = nn.ModuleList(MixerBlock(mixer(d_model=d_model), d_model, mlp_ratio, dropout, short_conv)
-                                    for _ in range(n_layers))
+        self.blocks = nn.ModuleList(MixerBlock(make(d_model=d_model), d_model, mlp_ratio, dropout, short_conv)
+                                    for make in layer_mixers)
         self.ln_final = nn.LayerNorm(d_model)
         self.drop = nn.Dropout(dropout)
         for name, module in self.named_modules():
@@ -108,6 +123,23 @@ class CausalLM(nn.Module):
                 nn.init.zeros_(block.conv.conv.bias)
                 with torch.no_grad():
                     block.conv.conv.weight[:, 0, -1] = 1.0
+        self.parametrization = parametrization
+        self.output_multiplier = None if parametrization is None else parametrization.apply(self)
+
+    @property
+    def parameter_groups(self) -> Any:
+        """With a parametrization, the method giving its parameter groups with their `lr_scale`
+        (components/tasks/supervised.py `scaled_groups`); without one None, so the task trains every
+        parameter at the spec's one learning rate."""
+        if self.parametrization is None:
+            return None
+        return lambda: self.parametrization.groups(self)
+
+    def twin(self, d_model: int) -> CausalLM:
+        """This model's architecture at width d_model, on the meta device (shapes only, no memory,
+        no parametrization): what a parametrization compares shapes with."""
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            return CausalLM(d_model=d_model, **self._arguments)
 
     def _check(self, x: torch.Tensor) -> None:
         if x.ndim != 2:
@@ -134,8 +166,22 @@ class CausalLM(nn.Module):
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         """Next-token logits read from a residual stream h: (B, L, d_model) -> (B, L, vocab_size)
-        (the final LayerNorm and the tied unembedding; a logit lens on an intermediate layer)."""
-        return self.ln_final(h) @ self.embed.weight.T
+        (the final LayerNorm and the tied unembedding, times the parametrization's output multiplier;
+        a logit lens on an intermediate layer)."""
+        logits = self.ln_final(h) @ self.embed.weight.T
+        return logits if self.output_multiplier is None else logits * self.output_multiplier
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.logits(self.hidden_states(x)[-1])
+
+
+def _layer_mixers(mixer: Any, mixers: list[Any] | None, n_layers: int) -> list[Any]:
+    """The mixer factory of each layer: `mixer` for all, or `mixers` cycled; exactly one is given."""
+    if (mixer is None) == (mixers is None):
+        raise ValueError("causal_lm takes exactly one of `mixer` (every layer) and `mixers` (cycled over layers)")
+    if mixers is not None and not mixers:
+        raise ValueError("mixers must list at least one sequence mixer")
+    for factory in [mixer] if mixers is None else mixers:
+        if not callable(factory):
+            raise TypeError(f"mixer must be a sequence-mixer factory, got {type(factory).__name__}")
+    return [mixer] * n_layers if mixers is None else [mixers[i % len(mixers)] for i in range(n_layers)]

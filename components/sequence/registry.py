@@ -32,6 +32,7 @@ ENTRIES = {
     "sequence_mixers": {
         "softmax_attention": "components.sequence.attention:SoftmaxAttention",
         "linear_attention": "components.sequence.attention:LinearAttention",
+        "ssd_mamba2": "components.sequence.ssm:SSDMixer",
     },
     "models": {"causal_lm": "components.sequence.lm:CausalLM"},
     "data": {

@@ -86,3 +86,45 @@ def test_transformer_lm_is_causal_lm_with_softmax_attention() -> None:
                      max_len=8)
     x = torch.randint(0, 11, (2, 8))
     torch.testing.assert_close(named(x), built(x), rtol=0, atol=0)
+
+
+SOFTMAX = functools.partial(SoftmaxAttention, n_heads=2)
+
+
+def test_one_mixer_listed_is_the_single_mixer_model() -> None:
+    torch.manual_seed(0)
+    single = CausalLM(vocab_size=7, mixer=SOFTMAX, d_model=8, n_layers=3)
+    torch.manual_seed(0)
+    listed = CausalLM(vocab_size=7, mixers=[SOFTMAX], d_model=8, n_layers=3)
+    x = torch.randint(0, 7, (2, 5))
+    assert all(torch.equal(a, b) for a, b in zip(single.state_dict().values(), listed.state_dict().values()))
+    assert torch.equal(single(x), listed(x))
+    assert single.parameter_groups is None and single.output_multiplier is None   # one LR, as before
+
+
+def test_mixers_are_cycled_over_the_layers() -> None:
+    from components.sequence.ssm import SSDMixer
+
+    ssm = functools.partial(SSDMixer, d_state=4, head_dim=8)
+    model = CausalLM(vocab_size=7, mixers=[ssm, SOFTMAX], d_model=8, n_layers=5)
+    kinds = [type(block.mixer).__name__ for block in model.blocks]
+    assert kinds == ["SSDMixer", "SoftmaxAttention", "SSDMixer", "SoftmaxAttention", "SSDMixer"]
+    assert model(torch.randint(0, 7, (2, 6))).shape == (2, 6, 7)
+
+
+def test_exactly_one_of_mixer_and_mixers() -> None:
+    with pytest.raises(ValueError, match="causal_lm takes exactly one of `mixer` \\(every layer\\) and `mixers`"):
+        CausalLM(vocab_size=5, mixer=SOFTMAX, mixers=[SOFTMAX])
+    with pytest.raises(ValueError, match="causal_lm takes exactly one of `mixer`"):
+        CausalLM(vocab_size=5)
+    with pytest.raises(ValueError, match="mixers must list at least one sequence mixer"):
+        CausalLM(vocab_size=5, mixers=[])
+    with pytest.raises(TypeError, match="mixer must be a sequence-mixer factory, got str"):
+        CausalLM(vocab_size=5, mixers=[SOFTMAX, "attention"])
+
+
+def test_twin_has_the_shapes_of_the_other_width_and_no_memory() -> None:
+    model = CausalLM(vocab_size=7, mixers=[SOFTMAX], d_model=8, n_layers=2, mlp_ratio=2)
+    twin = model.twin(16)
+    assert twin.blocks[0].mlp[0].weight.shape == (32, 16) and twin.embed.weight.shape == (7, 16)
+    assert all(p.is_meta for p in twin.parameters())
