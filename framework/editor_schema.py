@@ -13,7 +13,9 @@ hold before that:
   `exp validate` checks them.
 - A component's rules apply only to a node whose `type` names it (`if: {required: [type], ...}`):
   without the `required`, `if` also matches a node with no `type`, and every component's rules
-  applied at once.
+  applied at once. The name is matched by `const` and by an anchored `pattern`: while completing,
+  yaml-language-server takes a `const` as matched by any prefix of it, so `type: mlp` would be
+  offered `mlp_mixer`'s arguments too; a pattern it checks exactly.
 - Wherever a value may be written, a string holding a `${...}` reference is accepted too (the
   loader replaces it before validation): `seed: ${seed}`, `source: ${data}`.
 - Each argument carries its description from the component's docstring (`Args:`), for hover.
@@ -24,6 +26,7 @@ The definitions `validate`, `explain` and the tests read (`<kind>.<name>`, `node
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 REFERENCE = {"type": "string", "pattern": r"\$\{[^}]*\}",
@@ -121,7 +124,7 @@ def _partial_node(kind: str, names: list[str], defs: dict[str, Any], prefix: str
         "properties": {"type": {"enum": names, "description": f"the registered name of the component ({kind})"}},
         "allOf": [
             *untyped,
-            *({"if": {"required": ["type"], "properties": {"type": {"const": n}}},
+            *({"if": {"required": ["type"], "properties": {"type": {"const": n, "pattern": f"^{re.escape(n)}$"}}},
                "then": {"$ref": f"#/$defs/editor.{prefix}{kind}.{n}"}} for n in names),
         ],
     }
