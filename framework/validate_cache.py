@@ -115,6 +115,12 @@ class ResultCache:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder or Path(os.environ.get("EXPSPEC_CACHE_DIR", ".expspec/cache")) / "validate"
         self.salt = f"{fingerprint()}\n{os.getcwd()}\n"
+        self._digests: dict[str, str | None] = {}  # files read by several entries (an `extends` base) once
+
+    def _digest(self, path: str) -> str | None:
+        if path not in self._digests:
+            self._digests[path] = _file_digest(path)
+        return self._digests[path]
 
     def _entry(self, path: Path) -> Path:
         return self.folder / f"{digest((self.salt + str(path)).encode())}.json"
@@ -130,7 +136,7 @@ class ResultCache:
         if not isinstance(entry, dict) or entry.get("path") != str(path):
             return None
         for dependency, expected in entry.get("reads", {}).items():
-            if _file_digest(dependency) != expected:
+            if self._digest(dependency) != expected:
                 return None
         return {"text": entry.get("text"), "problems": entry.get("problems", [])}
 
