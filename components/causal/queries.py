@@ -7,7 +7,10 @@ intervened graph is >= 1 (it needs at least one mechanism applied). The prompt s
 equations, the intervention and the question (`render_code`: 'A=2;C=A+1;B=C+A+0;do(C=0);B?', or
 `render_text`); the answer is the target's value, computed by executing the SCM. The loss and the
 metrics read the answer tokens only (targets -100 elsewhere, as `mqar`), so `masked_accuracy` is
-the share of answers right (one token per answer with the character vocabulary).
+the share of answers right (one token per answer with the character vocabulary). With
+`answer: scratchpad` the answer lists every node the target reads in causal order, name then
+value, the target last ('A2C0B2'); only the values are scored (`answer_pieces`), so the accuracy is
+the share of scratchpad values right, each predicted from the true earlier ones (teacher forcing).
 
 Complexity levels are node counts (`levels`, e.g. [3, 4, 5]); the training set holds num_train /
 len(levels) examples of each. `order` says how one epoch walks it: `curriculum` level by level in
@@ -36,7 +39,7 @@ import torch
 from annotated_types import Ge, Interval, MinLen
 from torch.utils.data import DataLoader, Sampler
 
-from components.adapters.instructions import response_windows
+from components.adapters.instructions import IGNORE, response_windows
 from components.causal.scm import NAMES, SCM, random_scm, render_code, render_text, unit_equations
 from components.data.base import Arrays, ArrayDataModule, ResumableLoader, TensorDictDataset, keep_batch
 from components.types import NonNegativeInt, PositiveInt, ProperFraction
@@ -67,9 +70,10 @@ def tokenizer_folder(given: str | None, env: str | None) -> str:
 
 
 def draw_query(rng: random.Random, num_nodes: int, num_values: int, max_parents: int,
-               root_prob: float) -> tuple[SCM, list, tuple[int, int], int, int, int]:
+               root_prob: float) -> tuple[SCM, list, tuple[int, int], int, list[int], int]:
     """One interventional query (module docstring): (scm, the unit's equations, (node, value) set,
-    target, answer, target's depth). SCMs with no node of depth >= 1 left after the do are redrawn."""
+    target, every node's value under the do, target's depth). SCMs with no node of depth >= 1 left
+    after the do are redrawn."""
     while True:
         scm = random_scm(rng, num_nodes, num_values, max_parents, root_prob)
         node, value = rng.randrange(num_nodes), rng.randrange(num_values)
@@ -79,8 +83,18 @@ def draw_query(rng: random.Random, num_nodes: int, num_values: int, max_parents:
             break
     u = scm.draw_unit(rng)
     target = rng.choice(targets)
-    answer = scm.run_unit(u, {node: value})[target]
-    return scm, unit_equations(scm, u), (node, value), target, answer, depths[target]
+    values = scm.run_unit(u, {node: value})
+    return scm, unit_equations(scm, u), (node, value), target, values, depths[target]
+
+
+def answer_pieces(scm: SCM, do: tuple[int, int], target: int, values: list[int], answer: str) -> list[tuple[str, bool]]:
+    """The answer as (text, scored) pieces. `final`: the target's value. `scratchpad`: every node
+    the target needs (`SCM.needed`) in causal order, the target last, as name and value ('A2C0B2'
+    for B in 'A=2;C=A+1;B=C+A+0;do(C=0);B?'); the names are given (not scored), the values scored."""
+    if answer == "final":
+        return [(str(values[target]), True)]
+    needed = scm.needed(target, {do[0]: do[1]})
+    return [piece for i in needed for piece in ((scm.names[i], False), (str(values[i]), True))]
 
 class LevelOrder(Sampler[int]):
     """A curriculum over one epoch: the indices of level 0, then of level 1, ... (`levels[i]` is the
@@ -120,6 +134,8 @@ class CausalQueries(ArrayDataModule):
         max_parents: Most parents a node has.
         root_prob: Chance that a node after the first is a root (below 1: a query needs a non-root).
         rendering: code ('A=2;C=A+1;do(C=0);B?') or text (English sentences).
+        answer: final (the target's value) or scratchpad (every needed node's name and value in
+            causal order, the target last; the values are scored, the names given: `answer_pieces`).
         seq_len: Tokens per example (prompt and answer, right-padded); too short fails, naming the need.
         tokenizer: A local Hugging Face checkpoint folder whose tokenizer to use (None: characters).
         tokenizer_env: Environment variable holding that folder when `tokenizer` is None (None: characters).
@@ -140,6 +156,7 @@ class CausalQueries(ArrayDataModule):
         max_parents: PositiveInt = 2,
         root_prob: ProperFraction = 0.2,
         rendering: Literal["code", "text"] = "code",
+        answer: Literal["final", "scratchpad"] = "final",
         seq_len: PositiveInt = 64,
         tokenizer: str | None = None,
         tokenizer_env: str | None = None,
@@ -160,32 +177,42 @@ class CausalQueries(ArrayDataModule):
         self.test_depths, self.num_val, self.num_test = list(test_depths), num_val, num_test
         self.scm_args = dict(num_values=num_values, max_parents=max_parents, root_prob=root_prob)
         self.render, self.seq_len, self.seed = RENDER[rendering], seq_len, seed
+        self.answer = answer
         self.tokenizer_dir = None
         if tokenizer is not None or tokenizer_env is not None:
             self.tokenizer_dir = tokenizer_folder(tokenizer, tokenizer_env)
         self._tokenizer: Any = None
 
-    def encode(self, prompt: str, answer: int) -> tuple[list[int], list[int]]:
-        """Token ids of a prompt and of its answer (characters, or the local tokenizer's)."""
+    def encode(self, prompt: str, pieces: list[tuple[str, bool]]) -> tuple[list[int], list[int], list[bool]]:
+        """Token ids of a prompt and of its answer pieces (`answer_pieces`; characters, or the local
+        tokenizer's, the first piece after a space), and whether each answer token is scored."""
+        ids, scored = [], []
+        for k, (piece, score) in enumerate(pieces):
+            piece_ids = self.token_ids(piece if k or self.tokenizer_dir is None else f" {piece}")
+            ids += piece_ids
+            scored += [score] * len(piece_ids)
+        return self.token_ids(prompt), ids, scored
+
+    def token_ids(self, text: str) -> list[int]:
+        """Token ids of a text: characters, or the local tokenizer's."""
         if self.tokenizer_dir is None:
-            return char_ids(prompt), char_ids(str(answer))
+            return char_ids(text)
         if self._tokenizer is None:
             try:
                 from transformers import AutoTokenizer
             except ImportError as error:
                 raise ImportError("causal_queries with a tokenizer needs `transformers`: pip install transformers") from error
             self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir, local_files_only=True)
-        tok = self._tokenizer
-        return tok(prompt, add_special_tokens=False)["input_ids"], tok(f" {answer}", add_special_tokens=False)["input_ids"]
+        return self._tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def examples(self, rng: random.Random, num_nodes: int, count: int, depths: list[int] | None = None,
-                 seen: set[str] | None = None) -> tuple[list[str], list[int], list[int]]:
-        """count (prompt, answer, depth) triples on SCMs of num_nodes nodes; with `depths`, an equal
+                 seen: set[str] | None = None) -> tuple[list[str], list[list[tuple[str, bool]]], list[int]]:
+        """count (prompt, answer pieces, depth) triples on SCMs of num_nodes nodes; with `depths`, an equal
         share at each of those query depths; prompts in `seen` are skipped."""
         quota = {d: count // len(depths) for d in depths} if depths else None
         prompts, answers, found = [], [], []
         while len(prompts) < count:
-            scm, equations, do, target, answer, depth = draw_query(rng, num_nodes, **self.scm_args)
+            scm, equations, do, target, values, depth = draw_query(rng, num_nodes, **self.scm_args)
             if quota is not None and quota.get(depth, 0) == 0:
                 continue
             prompt = self.render(scm, equations, do, target)
@@ -193,16 +220,21 @@ class CausalQueries(ArrayDataModule):
                 continue
             if quota is not None:
                 quota[depth] -= 1
-            prompts.append(prompt), answers.append(answer), found.append(depth)
+            prompts.append(prompt), found.append(depth)
+            answers.append(answer_pieces(scm, do, target, values, self.answer))
         return prompts, answers, found
 
-    def arrays(self, prompts: list[str], answers: list[int], depths: list[int], level: int) -> Arrays:
-        """Token windows (`response_windows`: targets on the answer only) with depth and level columns."""
+    def arrays(self, prompts: list[str], answers: list[list[tuple[str, bool]]], depths: list[int], level: int) -> Arrays:
+        """Token windows (`response_windows`: targets on the answer only, and only on its scored
+        tokens) with depth and level columns."""
         encoded = [self.encode(p, a) for p, a in zip(prompts, answers)]
-        need = max(len(p) + len(a) - 1 for p, a in encoded)
+        need = max(len(p) + len(a) - 1 for p, a, _ in encoded)
         if need > self.seq_len:
             raise ValueError(f"seq_len = {self.seq_len} is too short: the longest prompt and answer need {need} tokens")
-        windows = response_windows([p for p, _ in encoded], [a for _, a in encoded], self.seq_len, self.pad_id)
+        windows = response_windows([p for p, _, _ in encoded], [a for _, a, _ in encoded], self.seq_len, self.pad_id)
+        for row, (prompt, _, scored) in enumerate(encoded):
+            given = [len(prompt) - 1 + k for k, score in enumerate(scored) if not score]
+            windows["y"][row, given] = IGNORE
         windows["depth"] = np.asarray(depths, dtype=np.int64)
         windows["level"] = np.full(len(prompts), level, dtype=np.int64)
         return windows
@@ -244,5 +276,5 @@ class CausalQueries(ArrayDataModule):
         return {"vocab_size": vocab, "seq_len": self.seq_len}
 
     def _load_tokenizer(self) -> Any:
-        self.encode("", 0)
+        self.token_ids("")
         return self._tokenizer

@@ -124,6 +124,17 @@ class SCM:
         """The depth of `target` with `do` set (`depths`)."""
         return self.depths(do)[target]
 
+    def needed(self, target: int, do: dict[int, int] | None = None) -> list[int]:
+        """The nodes whose values computing `target` with `do` set reads, itself included, in
+        topological order: its ancestors in the intervened graph (a set node has no parents)."""
+        keep, stack = {target}, [target]
+        while stack:
+            node = stack.pop()
+            for j in () if do and node in do else self.parents[node]:
+                if j not in keep:
+                    keep.add(j), stack.append(j)
+        return sorted(keep)
+
     def run_unit(self, u: list[int], do: dict[int, int] | None = None) -> list[int]:
         """`evaluate` for one unit in plain Python (the query generator's fast path; equal to
         evaluate(u, do), which a test checks)."""

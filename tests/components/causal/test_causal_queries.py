@@ -45,6 +45,38 @@ def test_answers_and_depths_agree_with_an_independent_interpreter() -> None:
             assert (int(y[scored[0]]) + 31 - ord("0"), int(depth)) == solve(prompt)
 
 
+def execute(prompt: str) -> tuple[dict[str, int], list[str]]:
+    """An independent reading of the code rendering: every variable's value with the do applied,
+    and the variables the asked one reads (itself and its ancestors, through no set variable), in
+    the order of the equations."""
+    *lines, do, question = prompt.split(";")
+    set_name, set_value = do[3:-1].split("=")
+    values, reads = {}, {}
+    for line in lines:
+        name, rhs = line.split("=")
+        parents = [t for t in rhs.split("+") if t.isalpha()] if name != set_name else []
+        values[name] = int(set_value) if name == set_name else sum(
+            values[t] if t in values else int(t) for t in rhs.split("+")) % 3
+        reads[name] = {name}.union(*(reads[p] for p in parents))
+    order = [line.split("=")[0] for line in lines]
+    return values, [n for n in order if n in reads[question[:-1]]]
+
+
+def test_scratchpad_lists_the_needed_values_in_causal_order_and_scores_only_them() -> None:
+    data = CausalQueries(**{**SMALL, "answer": "scratchpad", "seq_len": 60})
+    for stage in ("train", "test"):
+        split = data.split(stage)
+        for x, y in zip(split["x"], split["y"]):
+            full = text(x)
+            prompt, answer = full.split("?")
+            values, needed = execute(prompt + "?")
+            assert answer == "".join(f"{n}{values[n]}" for n in needed)[:-1]  # x ends before the last value
+            scored = torch.nonzero(y != -100).flatten().tolist()
+            start = len(prompt) + 1  # position of the first answer token in x
+            assert scored == [start + 2 * k for k in range(len(needed))]  # the values; the names are given
+            assert [int(y[i]) + 31 - ord("0") for i in scored] == [values[n] for n in needed]
+
+
 def test_held_out_splits_use_test_nodes_and_equal_depth_shares() -> None:
     data = CausalQueries(**SMALL)
     train = {text(x) for x in data.split("train")["x"]}
