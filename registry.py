@@ -35,8 +35,13 @@ PLUGIN_GROUP = "expspec.components"
 
 
 def close_matches(word: str, options: Iterable[str], n: int = 1) -> list[str]:
-    """Options close to `word`, best first: the one rule behind every "Did you mean" of expspec."""
-    return difflib.get_close_matches(word, list(options), n=n, cutoff=0.6)
+    """Options close to `word`, best first: the one rule behind every "Did you mean" of expspec.
+    difflib's ratio, except that an option with exactly the word's letters (two swapped, `mpl` for
+    `mlp`: the likeliest typo, which difflib ranks no better than one changed letter, `mup`) comes
+    first."""
+    found = difflib.get_close_matches(word, list(options), n=max(n, 5), cutoff=0.6)
+    found.sort(key=lambda option: sorted(option) != sorted(word))  # stable: difflib's order otherwise
+    return found[:n]
 
 
 def did_you_mean(word: str, options: Iterable[str], otherwise: str = "") -> str:

@@ -115,3 +115,11 @@ def test_catalog_commands_import_no_torch(args: list[str]) -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "heavy: []"
+
+
+def test_a_swapped_pair_of_letters_is_the_first_hint() -> None:
+    from registry import close_matches
+
+    assert close_matches("mpl", ["mup", "mlp"]) == ["mlp"]
+    assert close_matches("mpl", ["mlp", "mup"]) == ["mlp"]
+    assert close_matches("adamm", ["adam", "adamw"]) == ["adam"]  # otherwise difflib's order
