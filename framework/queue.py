@@ -514,9 +514,9 @@ class Worker:
 
 
 def _progress(outcome: Any, done: int, number: int) -> str:
-    from framework.sweep import _progress_line
+    from framework.sweep import progress_line
 
-    return _progress_line(outcome, done, done).replace(f"[{done}/{done}]", f"[#{number}]", 1)
+    return progress_line(outcome, done, done).replace(f"[{done}/{done}]", f"[#{number}]", 1)
 
 
 def make_sampler(name: str, seed: int, number: int) -> Any:

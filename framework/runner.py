@@ -127,7 +127,9 @@ def cached(spec_hash_: str) -> RunResult | None:
     return result
 
 
-def _store(result: RunResult) -> None:
+def store_result(result: RunResult) -> None:
+    """Write a finished run's result into the local cache, by operative-spec hash (framework/store.py
+    writes what it fetched from the tracking store the same way)."""
     folder = cache_dir() / result.spec_hash
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "result.json").write_text(json.dumps(result.to_json(), indent=1))
@@ -240,7 +242,7 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
         tracker.log_metrics(metrics)
         upload_result(tracker.client, parent_id, result)
         tracker.finish()
-        _store(result)
+        store_result(result)
     return result
 
 
@@ -318,7 +320,7 @@ def run_unit(
             tracker.client.log_artifact(run_id, str(last_checkpoint(run_id)), "checkpoints")
         upload_result(tracker.client, run_id, result)
         tracker.finish()
-        _store(result)
+        store_result(result)
     return result
 
 

@@ -50,7 +50,7 @@ def submit_sweep(spec_path: str | Path, overrides: list[str], launcher: str, opt
     """Submit the sweep's unfinished trials as one job array; the submitit jobs (see the module docstring)."""
     submitit = need("submitit")
     from framework.runner import cache_dir
-    from framework.sweep import SweepPlan, _skip_finished, link_skipped, open_parent
+    from framework.sweep import SweepPlan, skip_finished, link_skipped, open_parent
 
     if launcher not in LAUNCHERS:
         raise UsageError(f"--launcher {launcher}: expected one of {', '.join(LAUNCHERS)}")
@@ -61,7 +61,7 @@ def submit_sweep(spec_path: str | Path, overrides: list[str], launcher: str, opt
     tracker, done = open_parent(spec_path, overrides, plan.base, plan.hashes)
     parent = tracker.run_id
     tracker.client.delete_tag(parent, "expspec.pid")  # the parent outlives this process: never an orphan
-    outcomes, todo = _skip_finished(plan.trials, plan.hashes, done, echo)
+    outcomes, todo = skip_finished(plan.trials, plan.hashes, done, echo)
     link_skipped(tracker.client, parent, outcomes, echo)
     if not todo:
         tracker.finish()

@@ -82,7 +82,7 @@ def fetch_result(spec_hash: str, operative: dict[str, Any]) -> RunResult | None:
 
 
 def _download(mlflow_client: MlflowClient, run: Any, paper: str) -> RunResult | None:
-    from framework.runner import RunResult, _store, cache_dir
+    from framework.runner import RunResult, cache_dir, store_result
 
     run_id = run.info.run_id
     with tempfile.TemporaryDirectory(prefix="expspec-fetch-") as scratch:
@@ -100,7 +100,7 @@ def _download(mlflow_client: MlflowClient, run: Any, paper: str) -> RunResult | 
     elif result.checkpoint:
         result.checkpoint = str(_download_file(mlflow_client, run_id, f"{RESULT_DIR}/final.ckpt",
                                                cache_dir() / result.spec_hash / "final.ckpt"))
-    _store(result)
+    store_result(result)
     print(f"result of spec hash {result.spec_hash} fetched from run {run_id} in the store "
           f"{mlflow_client.tracking_uri}", file=sys.stderr, flush=True)
     return result

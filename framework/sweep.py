@@ -197,7 +197,7 @@ def run_sweep(
     threads = _threads(base, overrides, jobs, cores)
     tracker, done = open_parent(spec_path, overrides, base, hashes)
     parent = tracker.run_id
-    outcomes, todo = _skip_finished(trials, hashes, done, echo)
+    outcomes, todo = skip_finished(trials, hashes, done, echo)
     given = " (as given)" if sets_threads(overrides) else ""
     echo(f"sweep {base['name']}: {len(trials)} trial(s), {len(todo)} to run, {jobs} job(s) x {threads} "
          f"thread(s){given}; parent run {parent}")
@@ -288,7 +288,7 @@ def open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, Any
     return tracker, _finished_hashes(tracker.client, experiment, tracker.run_id)
 
 
-def _skip_finished(trials: list[Trial], hashes: list[str], done: dict[str, str],
+def skip_finished(trials: list[Trial], hashes: list[str], done: dict[str, str],
                    echo: Any) -> tuple[dict[int, TrialOutcome], list[int]]:
     """(SKIPPED outcomes by trial index, indices of the trials still to run)."""
     outcomes: dict[int, TrialOutcome] = {}
@@ -521,7 +521,7 @@ def _run_pool(processes: TrialLauncher, todo: list[tuple[int, Trial]], jobs: int
             for future in finished:
                 outcome = future.result()
                 outcomes[pending.pop(future)] = outcome
-                echo(_progress_line(outcome, len(outcomes), total))
+                echo(progress_line(outcome, len(outcomes), total))
                 if outcome.status != FINISHED and fail_fast and not stopping:
                     stopping = True
                     echo("--fail-fast: stopping the running trials and launching no more")
@@ -541,7 +541,7 @@ def _stopped_on_interrupt(processes: TrialLauncher) -> Iterator[None]:
         raise
 
 
-def _progress_line(outcome: TrialOutcome, done: int, total: int) -> str:
+def progress_line(outcome: TrialOutcome, done: int, total: int) -> str:
     if outcome.status == FINISHED:
         shown = ", ".join(f"{k}={v:.4g}" for k, v in sorted(outcome.metrics.items()) if k.startswith("test/"))
         return f"[{done}/{total}] {outcome.trial.name}: finished in {outcome.seconds:.1f}s  {shown}"
