@@ -4,28 +4,14 @@ response only (paper-scale lora_reeval: MetaMathQA-style `query` / `response` pa
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from components.data.base import Arrays, ArrayDataModule
+from components.data.base import Arrays, ArrayDataModule, local_path
 from components.types import PositiveInt, ProperFraction
 
 IGNORE = -100  # the label cross-entropy skips (torch's default ignore_index)
-
-
-def local_path(kind: str, given: str | None, env: str, what: str, folder: bool = False) -> str:
-    """`given`, else the environment variable `env`; a FileNotFoundError that says what is
-    missing and how to provide it when neither names an existing file (or folder)."""
-    resolved = given or os.environ.get(env)
-    exists = resolved and (Path(resolved).is_dir() if folder else Path(resolved).is_file())
-    if not exists:
-        where = f"{kind} = {given}" if given else f"${env} = {os.environ.get(env) or '(unset)'}"
-        raise FileNotFoundError(f"instruction_jsonl: {what} not found ({where}). Put it there and set {kind} "
-                                f"or ${env}. Nothing is downloaded.")
-    return str(resolved)
 
 
 def response_windows(prompts: list[list[int]], responses: list[list[int]], seq_len: int, pad_id: int) -> Arrays:
@@ -83,8 +69,9 @@ class InstructionJSONL(ArrayDataModule):
     ) -> None:
         super().__init__(batch_size=batch_size, val_fraction=val_fraction, test_fraction=test_fraction,
                          split_seed=split_seed, standardize=False)
-        self.path = local_path("data.path", path, env, "instruction file (.jsonl)")
-        self.tokenizer_dir = local_path("data.tokenizer", tokenizer, tokenizer_env, "tokenizer folder", folder=True)
+        self.path = local_path("instruction_jsonl", "data.path", path, env, "instruction file (.jsonl)")
+        self.tokenizer_dir = local_path("instruction_jsonl", "data.tokenizer", tokenizer, tokenizer_env,
+                                        "tokenizer folder", folder=True)
         self.prompt_key, self.response_key, self.template = prompt_key, response_key, template
         self.seq_len, self.max_examples = seq_len, max_examples
         self._tokenizer: Any = None

@@ -27,14 +27,12 @@ label is 1 for a TRUE answer, 0 for FALSE (the trained answer, noise included, o
 from __future__ import annotations
 
 import csv
-import os
-from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 from annotated_types import Ge
 
-from components.data.base import ArrayDataModule, Arrays
+from components.data.base import ArrayDataModule, Arrays, local_path
 from components.types import NonNegativeFloat, PositiveInt, ProperFraction
 
 IGNORE = -100  # no target at this position (torch's default ignore_index)
@@ -129,16 +127,6 @@ class TrueFalseKnowledgeBase(ArrayDataModule):
         return {"vocab_size": self.num_entities + self.num_relations + self.num_values + 3, "seq_len": SEQ_LEN}
 
 
-def _local(kind: str, given: str | None, env: str, what: str, folder: bool = False) -> str:
-    """`given`, else the variable `env`; a FileNotFoundError naming both when neither exists."""
-    resolved = given or os.environ.get(env)
-    if not resolved or not (Path(resolved).is_dir() if folder else Path(resolved).is_file()):
-        where = f"{kind} = {given}" if given else f"${env} = {os.environ.get(env) or '(unset)'}"
-        raise FileNotFoundError(f"true_false_statements: {what} not found ({where}). Put it there and set {kind} "
-                                f"or ${env}. Nothing is downloaded.")
-    return str(resolved)
-
-
 LABELS = {"true": 1, "1": 1, "yes": 1, "false": 0, "0": 0, "no": 0}
 
 
@@ -196,8 +184,9 @@ class TrueFalseStatementsFile(ArrayDataModule):
     ) -> None:
         super().__init__(batch_size=batch_size, val_fraction=val_fraction, test_fraction=test_fraction,
                          split_seed=split_seed, standardize=False)
-        self.path = _local("data.path", path, env, "statements file (.csv)")
-        self.tokenizer_dir = _local("data.tokenizer", tokenizer, tokenizer_env, "tokenizer folder", folder=True)
+        self.path = local_path("true_false_statements", "data.path", path, env, "statements file (.csv)")
+        self.tokenizer_dir = local_path("true_false_statements", "data.tokenizer", tokenizer, tokenizer_env,
+                                        "tokenizer folder", folder=True)
         self.template, self.words, self.max_examples = template, (true_word, false_word), max_examples
         self._tokenizer: Any = None
 
