@@ -12,7 +12,7 @@ import torch
 from framework.runner import run
 
 SPECS = Path(__file__).resolve().parents[2] / "specs/lgs_pde"
-SHRINK = "data: {num_trajectories: 12, num_frames: 24, batch_size: 16}\n"
+SHRINK = "data: {num_trajectories: 40, test_fraction: 0.5, num_frames: 24, batch_size: 16}\n"  # 20 test trajectories: every family
 
 
 def shrunk(tmp_path: Path, name: str, body: str) -> Path:
