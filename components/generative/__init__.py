@@ -1,0 +1,1 @@
+"""Generative building blocks shared by several papers."""
