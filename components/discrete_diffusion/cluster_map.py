@@ -86,7 +86,8 @@ def hierarchy_report(gamma: torch.Tensor, true_clusters: np.ndarray, function_cl
 
     - ari: adjusted Rand index of argmax-Gamma against the true clusters, over the content tokens;
     - gamma_entropy_function, gamma_entropy_content: mean entropy (nats) of Gamma[:, x] over the
-      function tokens and over the content tokens;
+      function tokens and over the content tokens; gamma_entropy_gap, the first minus the second
+      (> 0: function tokens are the cluster-agnostic ones);
     - largest_cluster_share: the share of all tokens whose argmax is the most frequent cluster;
     - cluster_information: I(X; K) / log C for uniform X (1 for a balanced hard map of C clusters
       when V is a multiple of C, 0 for a collapsed one)."""
@@ -95,10 +96,12 @@ def hierarchy_report(gamma: torch.Tensor, true_clusters: np.ndarray, function_cl
     content = true_clusters != function_cluster
     column_entropy = entropy(gamma, 0).numpy()
     uniform = torch.full((gamma.shape[1],), 1.0 / gamma.shape[1])
+    function_entropy, content_entropy = float(column_entropy[~content].mean()), float(column_entropy[content].mean())
     return {
         "ari": float(adjusted_rand_score(true_clusters[content], assigned[content])),
-        "gamma_entropy_function": float(column_entropy[~content].mean()),
-        "gamma_entropy_content": float(column_entropy[content].mean()),
+        "gamma_entropy_function": function_entropy,
+        "gamma_entropy_content": content_entropy,
+        "gamma_entropy_gap": function_entropy - content_entropy,
         "largest_cluster_share": float(np.bincount(assigned).max() / len(assigned)),
         "cluster_information": float(mutual_information(gamma, uniform) / np.log(gamma.shape[0])),
     }

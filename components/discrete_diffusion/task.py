@@ -21,7 +21,8 @@ Batches: {"x": token ids (B, L)}. Logged: `train/loss` (NELBO per token + regula
 val and test `<stage>/nelbo`: the CT-ELBO bound on -log p(x) in nats per token, estimated with
 `eval_repeats` stratified times per sequence and noise drawn from `eval_seed` (the same times for
 every objective). For `hdlm` and `lhdlm` on data with a planted partition also `<stage>/ari`,
-`<stage>/gamma_entropy_function`, `<stage>/gamma_entropy_content`, `<stage>/largest_cluster_share`
+`<stage>/gamma_entropy_function`, `<stage>/gamma_entropy_content`, `<stage>/gamma_entropy_gap`,
+`<stage>/largest_cluster_share`
 and `<stage>/cluster_information` (`hierarchy_report`).
 """
 
@@ -64,7 +65,7 @@ class DiscreteDiffusionLM(L.LightningModule):
     """
 
     LOGGED_METRICS = ("train/loss", "{stage}/nelbo", "{stage}/ari", "{stage}/gamma_entropy_function",
-                      "{stage}/gamma_entropy_content", "{stage}/largest_cluster_share",
+                      "{stage}/gamma_entropy_content", "{stage}/gamma_entropy_gap", "{stage}/largest_cluster_share",
                       "{stage}/cluster_information")
 
     def __init__(
