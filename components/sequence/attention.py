@@ -1,7 +1,8 @@
 """Causal sequence mixers: softmax attention and linear attention with a pluggable feature map.
 
 A sequence mixer is built by a factory the model calls once per layer with `d_model`; it maps
-(B, L, d_model) -> (B, L, d_model) and position t reads positions <= t only.
+(B, L, d_model) -> (B, L, d_model) and position t reads positions <= t only (softmax attention
+with `causal: false` is the one bidirectional exception, for denoisers).
 
 Linear attention (Katharopoulos et al. 2020) replaces softmax's exp(q . k) by phi(q) . phi(k):
 out_t = sum_{s<=t} (phi(q_t) . phi(k_s)) v_s / sum_{s<=t} phi(q_t) . phi(k_s). `causal_linear_attention`
@@ -72,21 +73,25 @@ class _HeadsMixer(nn.Module):
 
 class SoftmaxAttention(_HeadsMixer):
     """Causal multi-head softmax attention (torch's scaled_dot_product_attention), the quadratic
-    baseline.
+    baseline; with `causal: false` bidirectional (every position reads every position: the
+    denoiser of a discrete diffusion LM, lhdlm).
 
     Args:
         d_model: Width of the residual stream (supplied by the model).
         n_heads: Attention heads; must divide d_model.
         dropout: Dropout on the attention weights while training, in [0, 1).
+        causal: Position t reads positions <= t only (true, the LM default) or all positions.
     """
 
-    def __init__(self, d_model: PositiveInt, n_heads: PositiveInt = 4, dropout: ProperFraction = 0.0) -> None:
+    def __init__(self, d_model: PositiveInt, n_heads: PositiveInt = 4, dropout: ProperFraction = 0.0,
+                 causal: bool = True) -> None:
         super().__init__(d_model, n_heads)
-        self.dropout = dropout
+        self.dropout, self.causal = dropout, causal
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         q, k, v = self.heads(x)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal,
+                                             dropout_p=self.dropout if self.training else 0.0)
         return self.merge(out)
 
 

@@ -52,6 +52,26 @@ def test_mixers_are_causal(name: str) -> None:
     assert not torch.allclose(out[:, 6:], out_changed[:, 6:], atol=1e-3)
 
 
+def test_default_softmax_attention_is_bit_identical_to_causal_sdpa() -> None:
+    torch.manual_seed(0)
+    mixer = SoftmaxAttention(d_model=16, n_heads=4).eval()
+    x = torch.randn(2, 7, 16)
+    q, k, v = mixer.heads(x)
+    expected = mixer.merge(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+    assert torch.equal(mixer(x), expected)
+
+
+def test_non_causal_softmax_attention_reads_later_positions() -> None:
+    torch.manual_seed(0)
+    mixer = SoftmaxAttention(d_model=16, n_heads=4, causal=False).eval()
+    x = torch.randn(2, 10, 16)
+    changed = x.clone()
+    changed[:, 6:] = torch.randn(2, 4, 16)
+    assert not torch.allclose(mixer(x)[:, :6], mixer(changed)[:, :6], atol=1e-3)
+    flipped = mixer(x.flip(1)).flip(1)  # no mask: permuting positions permutes the outputs
+    assert torch.allclose(mixer(x), flipped, atol=1e-5)
+
+
 def test_linear_attention_builds_one_feature_map_with_its_head_width() -> None:
     mixer = LinearAttention(32, functools.partial(LLoPSLearned, rank=2), n_heads=4)
     assert mixer.feature_map.head_dim == 8 and mixer.feature_map.projections.shape == (2, 2, 8)

@@ -1,0 +1,1 @@
+"""Discrete diffusion language models with a learnable token hierarchy (lhdlm)."""
