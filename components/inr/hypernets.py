@@ -154,7 +154,8 @@ class MLPRolloutHypernet(_INRGenerator):
                 for layer, body in enumerate(self.bodies):
                     w, b = flat[2 * layer], flat[2 * layer + 1]
                     g = torch.cat([grads[2 * layer].flatten(1), grads[2 * layer + 1]], dim=1)
-                    g = g / (g.pow(2).mean(1, keepdim=True).sqrt() + 1e-8)
+                    # eps inside the root: sqrt's derivative at 0 (a layer with no gradient) is inf
+                    g = g / (g.pow(2).mean(1, keepdim=True) + 1e-12).sqrt()
                     update = body(g)
                     new += [w - update[:, : w[0].numel()].view_as(w), b - update[:, w[0].numel():]]
                 flat = new

@@ -110,3 +110,18 @@ def test_the_wrong_point_layout_is_an_error() -> None:
 def test_heads_must_divide_the_token_width(cls) -> None:
     with pytest.raises(ValueError, match="d_model must be divisible by heads, got d_model 10 and heads 4"):
         cls(d_model=10, heads=4)
+
+
+def test_the_mlp_rollout_stays_finite_when_a_layer_gets_no_gradient() -> None:
+    """Constant signals on an all-zero image: the normalization must not divide 0 by 0 (nor
+    differentiate sqrt at 0 in the second-order backward pass)."""
+    x, _ = _images()
+    x[..., 2:] = 0.0
+    model = MLPRolloutHypernet(steps=2, **SMALL)
+    with torch.no_grad():
+        for p in model.init:
+            p.zero_()  # every gradient of the hidden layers is exactly zero
+    out = model(x)
+    out.pow(2).mean().backward()
+    assert torch.isfinite(out).all()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
