@@ -30,14 +30,15 @@ Measurements, each against a baseline in the same run:
   lookups    ms per store lookup (`store.fetch_result`) of a hash the store lacks and of one it
              holds, against the local cache's lookup (`runner.cached`).
   reproduce  `exp reproduce --fresh specs/<paper>/` (`--paper`, default sae_replay), in a fresh
-             process with a fresh store, everything on vs everything off (`--skip-reproduce`).
+             process with a fresh store, in this tree and `--tree`, alternating, `--reproduce-rounds`
+             times (the fastest is reported); with `--reproduce-off` also everything off here.
 
 `--tree PATH` runs everything above with the framework of another checkout as well (e.g.
 `git worktree add /tmp/before <commit>`): before and after in one run, alternating.
 Numbers are wall-clock: read ratios; absolute seconds depend on the machine and its load.
 
     python benchmarks/run_overhead.py [--trials 4] [--rounds 2] [--steps 20] [--tree PATH]
-                                      [--paper sae_replay] [--skip-reproduce]
+        [--paper sae_replay] [--reproduce-rounds 1] [--reproduce-off] [--skip-trials] [--skip-reproduce]
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ PIECES = ("packages", "git", "context_tags", "dataset", "system", "async", "weig
           "trial_logs")
 OFF_ENV = "EXPSPEC_BENCH_OFF"  # comma-separated pieces a forked trial switches off
 PROFILE_ENV = "EXPSPEC_BENCH_PROFILE"  # where a forked trial writes its cProfile stats
+CPU_ENV = "EXPSPEC_BENCH_CPU_DIR"  # where a forked trial writes its CPU seconds
 
 
 def switch_off(pieces: set[str]) -> None:
@@ -126,16 +128,22 @@ def forked_trial_with_switches(argv: list[str], env: dict[str, str], cwd: str, l
     switch_off(pieces)
     trial = _FORKED_TRIAL or _original_forked_trial()
     profile_to = env.get(PROFILE_ENV)
-    if not profile_to:
-        trial(argv, env, cwd, log_file)
-        return
-    import cProfile
-
-    profiler = cProfile.Profile()
     try:
-        profiler.runcall(trial, argv, env, cwd, log_file)
+        if not profile_to:
+            trial(argv, env, cwd, log_file)
+            return
+        import cProfile
+
+        profiler = cProfile.Profile()
+        try:
+            profiler.runcall(trial, argv, env, cwd, log_file)
+        finally:
+            profiler.dump_stats(profile_to)
     finally:
-        profiler.dump_stats(profile_to)
+        used = os.times()  # this trial's CPU seconds, its `git` subprocesses included
+        cpu = used.user + used.system + used.children_user + used.children_system
+        if env.get(CPU_ENV):
+            (Path(env[CPU_ENV]) / f"{os.getpid()}.cpu").write_text(str(cpu))
 
 
 def install_trial_switches() -> None:
@@ -173,6 +181,10 @@ def trials_child(trials: int, rounds: int, steps: int, profile_to: str | None) -
     install_trial_switches()
     client().search_experiments()  # the store's tables, before any clock starts
     seconds: dict[str, list[float]] = {name: [] for name, _ in configurations()}
+    cpu: dict[str, list[float]] = {}
+    cpu_dir = folder / "cpu"
+    cpu_dir.mkdir()
+    os.environ[CPU_ENV] = str(cpu_dir)
     seed = 0
     overrides = [f"trainer.max_steps={steps}", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"]
 
@@ -190,6 +202,10 @@ def trials_child(trials: int, rounds: int, steps: int, profile_to: str | None) -
         result = run_sweep(spec, overrides, jobs=1, echo=lambda *_: None)
         if result.failed:
             sys.exit(f"{name}: {len(result.failed)} trial(s) failed: {result.failed[0].message}")
+        used = [float(path.read_text()) for path in cpu_dir.glob("*.cpu")]
+        for path in cpu_dir.glob("*.cpu"):
+            path.unlink()
+        cpu.setdefault(name, []).extend(used)
         return [o.seconds for o in result.outcomes]
 
     sweep_once("warm-up", set(), 1)  # the warm server's start is no configuration's cost
@@ -198,7 +214,7 @@ def trials_child(trials: int, rounds: int, steps: int, profile_to: str | None) -
             seconds[name] += sweep_once(name, pieces, trials)
     if profile_to:
         sweep_once("profile", set(), 1, profile_to)
-    return {"seconds": seconds, "lookups": lookups(folder)}
+    return {"seconds": seconds, "cpu": {name: cpu[name] for name in seconds}, "lookups": lookups(folder)}
 
 
 def lookups(folder: Path, repeat: int = 20) -> dict[str, float]:
@@ -274,16 +290,22 @@ def print_profile(path: str, top: int) -> None:
     stats.sort_stats("cumulative").print_stats(r"framework/|mlflow/tracking/client|mlflow/store/tracking/sqlalchemy_store|importlib_metadata|subprocess.py.*\(run\)|threading.py.*\(join\)", top)
 
 
-def report(label: str, data: dict[str, Any]) -> dict[str, float]:
-    seconds = {name: statistics.median(values) for name, values in data["seconds"].items()}
-    base = seconds["everything on"]
-    print(f"\n{label}: per-trial seconds (median of {len(data['seconds']['everything on'])}), forked from the warm server")
-    for name, value in seconds.items():
-        print(f"  {name:16s} {value:6.3f} s   {value / base:5.2f}x of everything on   saves {base - value:+.3f} s")
+def report(label: str, data: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Print the per-trial medians, wall and CPU, against everything on; return them."""
+    medians = {kind: {name: statistics.median(values) for name, values in data[kind].items()}
+               for kind in ("seconds", "cpu")}
+    wall, cpu = medians["seconds"], medians["cpu"]
+    print(f"\n{label}: per trial (median of {len(data['seconds']['everything on'])}), forked from the warm "
+          "server; wall seconds (fork to exit) and the trial's CPU seconds")
+    print(f"  {'':16s} {'wall':>8s} {'ratio':>6s} {'saves':>7s}   {'CPU':>7s} {'ratio':>6s} {'saves':>7s}")
+    for name in wall:
+        print(f"  {name:16s} {wall[name]:7.3f}s {wall[name] / wall['everything on']:5.2f}x "
+              f"{wall['everything on'] - wall[name]:+6.3f}s   {cpu[name]:6.3f}s {cpu[name] / cpu['everything on']:5.2f}x "
+              f"{cpu['everything on'] - cpu[name]:+6.3f}s")
     print(f"{label}: store lookups")
     for name, value in data["lookups"].items():
         print(f"  {name:40s} {value:7.2f} ms")
-    return seconds
+    return medians
 
 
 def main() -> None:
@@ -294,6 +316,9 @@ def main() -> None:
     p.add_argument("--tree", type=Path, help="another checkout to measure as well (before/after)")
     p.add_argument("--paper", default="sae_replay")
     p.add_argument("--skip-reproduce", action="store_true")
+    p.add_argument("--skip-trials", action="store_true")
+    p.add_argument("--reproduce-off", action="store_true", help="also reproduce with everything off")
+    p.add_argument("--reproduce-rounds", type=int, default=1, help="the fastest of these is reported")
     p.add_argument("--profile-top", type=int, default=30)
     p.add_argument("--child", choices=["trials", "reproduce"], help=argparse.SUPPRESS)
     p.add_argument("--profile-to", help=argparse.SUPPRESS)
@@ -305,40 +330,57 @@ def main() -> None:
         sys.exit(reproduce_child(args.paper))
 
     trees = [("this tree", ROOT)] + ([("--tree", args.tree.resolve())] if args.tree else [])
+    if not args.skip_trials:
+        trials_section(trees, args)
+    if not args.skip_reproduce:
+        reproduce_section(trees, args)
+
+
+def trials_section(trees: list[tuple[str, Path]], args: argparse.Namespace) -> None:
     profiles = {label: tempfile.mktemp(prefix="expspec-run-overhead-", suffix=".prof") for label, _ in trees}
     data: dict[str, dict[str, Any]] = {}
     for round_ in range(args.rounds):  # the trees alternate round by round, as the configurations do
         for label, tree in trees:
             last = round_ == args.rounds - 1
             got = run_trials(tree, args, profiles[label] if last else None)
-            merged = data.setdefault(label, {"seconds": {}, "lookups": {}})
-            for name, values in got["seconds"].items():
-                merged["seconds"].setdefault(name, []).extend(values)
+            merged = data.setdefault(label, {"seconds": {}, "cpu": {}, "lookups": {}})
+            for kind in ("seconds", "cpu"):
+                for name, values in got[kind].items():
+                    merged[kind].setdefault(name, []).extend(values)
             merged["lookups"] = got["lookups"]
             print(f"round {round_ + 1} of {args.rounds}, {label}: done", file=sys.stderr, flush=True)
     medians = {label: report(f"{label} ({tree})", data[label]) for label, tree in trees}
     for label, _ in trees:
         print(f"\n{label}:")
         print_profile(profiles[label], args.profile_top)
-    ours = medians["this tree"]
-    bench_line("per tiny run forked from the warm server, run context and store all on vs all off",
-               ours["everything on"], ours["everything off"], "s")
-    if args.tree:
-        bench_line("per tiny run forked from the warm server: this tree vs --tree",
-                   ours["everything on"], medians["--tree"]["everything on"], "s")
-    if args.skip_reproduce:
-        return
-    times: dict[tuple[str, str], float] = {}
-    for label, tree in trees:
-        for name, pieces in (("everything on", set()), ("everything off", set(PIECES))):
-            times[(label, name)] = reproduce(tree, args.paper, pieces)
-            print(f"`exp reproduce --fresh specs/{args.paper}/` {label}, {name}: {times[(label, name)]:.1f} s", flush=True)
-    bench_line(f"`exp reproduce --fresh` of {args.paper}: run context and store all on vs all off",
-               times[("this tree", "everything on")], times[("this tree", "everything off")], "s")
+    for kind, words in (("seconds", "wall"), ("cpu", "CPU")):
+        ours = medians["this tree"][kind]
+        bench_line(f"per tiny run forked from the warm server ({words}), run context and store all on vs all off",
+                   ours["everything on"], ours["everything off"], "s")
+        if args.tree:
+            bench_line(f"per tiny run forked from the warm server ({words}): this tree vs --tree",
+                       ours["everything on"], medians["--tree"][kind]["everything on"], "s")
+
+
+def reproduce_section(trees: list[tuple[str, Path]], args: argparse.Namespace) -> None:
+    """Everything on in each tree (alternating, `--rounds` times), and with `--reproduce-off`
+    everything off in this tree."""
+    configs = [(label, tree, "everything on", set()) for label, tree in trees]
+    if args.reproduce_off:
+        configs.append(("this tree", ROOT, "everything off", set(PIECES)))
+    times: dict[tuple[str, str], list[float]] = {}
+    for _ in range(args.reproduce_rounds):
+        for label, tree, name, pieces in configs:
+            seconds = reproduce(tree, args.paper, pieces)
+            times.setdefault((label, name), []).append(seconds)
+            print(f"`exp reproduce --fresh specs/{args.paper}/` {label}, {name}: {seconds:.1f} s", flush=True)
+    best = {key: min(values) for key, values in times.items()}
+    if args.reproduce_off:
+        bench_line(f"`exp reproduce --fresh` of {args.paper}: run context and store all on vs all off",
+                   best[("this tree", "everything on")], best[("this tree", "everything off")], "s")
     if args.tree:
         bench_line(f"`exp reproduce --fresh` of {args.paper}: this tree vs --tree",
-                   times[("this tree", "everything on")], times[("--tree", "everything on")], "s")
-
+                   best[("this tree", "everything on")], best[("--tree", "everything on")], "s")
 
 if __name__ == "__main__":
     main()
