@@ -8,6 +8,11 @@ measured numbers, in `unit`), ratio (expspec / baseline), goal (text, e.g. "<= 1
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 
 def bench_line(what: str, expspec: float, baseline: float | None, unit: str, goal: str = "",
@@ -19,3 +24,18 @@ def bench_line(what: str, expspec: float, baseline: float | None, unit: str, goa
     line = "BENCH " + json.dumps(row)
     print(line, flush=True)
     return line
+
+
+def timed_in_fresh_store(command: list[str], cwd: Path | None, env: dict[str, str], prefix: str) -> float:
+    """Wall seconds of `command` run with a fresh MLflow store, runs folder and cache (in a new
+    temporary folder, also the working directory when `cwd` is None); exits with the command's
+    output when it fails."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    env = {**env, "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
+           "EXPSPEC_RUNS_DIR": str(folder / "runs"), "EXPSPEC_CACHE_DIR": str(folder / "cache")}
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd or folder, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return seconds

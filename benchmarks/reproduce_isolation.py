@@ -19,32 +19,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_result import bench_line  # noqa: E402
+from bench_result import bench_line, timed_in_fresh_store  # noqa: E402
 
 
 def reproduce(paper: str, isolate: str, jobs: int) -> float:
     """Wall seconds of a fresh `exp reproduce` of the paper's default tier, in a fresh store."""
-    folder = Path(tempfile.mkdtemp(prefix=f"expspec-reproduce-{isolate}-"))
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
-           "EXPSPEC_RUNS_DIR": str(folder / "runs"), "EXPSPEC_CACHE_DIR": str(folder / "cache"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     command = [sys.executable, "-m", "framework.cli", "reproduce", f"specs/{paper}/", "--fresh",
                "--jobs", str(jobs), "--isolate", isolate]
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return seconds
+    return timed_in_fresh_store(command, ROOT, env, f"expspec-reproduce-{isolate}-")
 
 
 def main() -> None:

@@ -36,6 +36,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("last output to process exit", ["exit_time.py"], []),
     ("bad override vs `exp validate`", ["override_answer.py"], []),
     ("claim check of a paper, warm workers vs a process per trial", ["reproduce_isolation.py"], []),
+    ("run context and store, per tiny run", ["run_overhead.py"], ["--skip-reproduce", "--rounds", "1"]),
 ]
 
 

@@ -27,10 +27,10 @@ class RunLogger(MLFlowLogger):
     Lightning stops on an exception), so the run holds every value before the runner ends it.
     The MLflow UI lags a live run by at most `flush_seconds`; a process killed outright loses
     at most the metrics logged since the last checkpoint, which a resume logs again. With
-    `flush_seconds > 0` the periodic writes are asynchronous (MLflow's async logging: a
-    background thread sends them), so a remote tracking server's latency never stalls a
-    training step; `finalize` and every resume checkpoint wait until they are stored. With
-    `flush_seconds = 0` every write is synchronous (the run holds a value once it is logged).
+    `asynchronous` and `flush_seconds > 0` the periodic writes are asynchronous (MLflow's async
+    logging: a background thread sends them), so a remote tracking server's latency never stalls
+    a training step; `finalize` and every resume checkpoint wait until they are stored. Otherwise
+    every write is synchronous (the run holds a value once it is logged).
 
     Args:
         flush_seconds: Seconds between metric writes (above).
@@ -43,13 +43,19 @@ class RunLogger(MLFlowLogger):
             step a resume starts from.
         upload_checkpoints: Upload the resume checkpoint as the artifact
             `checkpoints/resume.ckpt` each time it is written (`checkpoint_written`), so that
-            `exp resume` can fetch it on another machine (framework/store.py)."""
+            `exp resume` can fetch it on another machine (framework/store.py).
+        asynchronous: Periodic writes in MLflow's background thread (above). The runner turns it
+            on for a tracking server only (`framework.store.remote_store`): a local sqlite write
+            takes milliseconds, and ending a run that used MLflow's async logging waits for its
+            thread to notice (`set_terminated` joins it; the thread polls its queue once a
+            second), which cost every run of a local store 0-1 s, ~0.5 s on average."""
 
     def __init__(self, *args: Any, flush_seconds: float | None = None,
                  already_logged: dict[tuple[str, int], int] | None = None, upload_checkpoints: bool = False,
-                 **kwargs: Any) -> None:
+                 asynchronous: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.upload_checkpoints = upload_checkpoints
+        self.asynchronous = asynchronous
         self._in_flight: list[Any] = []  # RunOperations of asynchronous writes not waited for yet
         if flush_seconds is None:
             flush_seconds = float(os.environ.get("EXPSPEC_METRICS_FLUSH_SECONDS", FLUSH_SECONDS))
@@ -87,7 +93,7 @@ class RunLogger(MLFlowLogger):
     def flush(self) -> None:
         """Write the queued metrics now."""
         pending, self._pending = self._pending, []
-        synchronous = self.flush_seconds <= 0
+        synchronous = self.flush_seconds <= 0 or not self.asynchronous
         for start in range(0, len(pending), MAX_BATCH):
             operation = self.experiment.log_batch(self.run_id, metrics=pending[start : start + MAX_BATCH],
                                                   synchronous=synchronous)

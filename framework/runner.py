@@ -453,13 +453,21 @@ def run_phases(trainer: Any, built: Any, phases: list[str], resume_checkpoint: s
 
 
 def _save_final(task: Any, unit_hash: str) -> str:
-    """Store the task's final weights in the cache folder of its hash; their path."""
+    """Store the task's final weights in the cache folder of its hash; their path. Written to a
+    temporary file and renamed over final.ckpt, never in place: an earlier run's artifact may be
+    a hard link to the old file (framework/store.py `log_file`) and keeps its own weights."""
     import torch
 
     folder = cache_dir() / unit_hash
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / "final.ckpt"
-    torch.save({"state_dict": task.state_dict()}, final)
+    scratch = folder / f".final-{os.getpid()}.ckpt"  # one per process: two may save one hash
+    try:
+        torch.save({"state_dict": task.state_dict()}, scratch)
+        os.replace(scratch, final)
+    except BaseException:
+        scratch.unlink(missing_ok=True)
+        raise
     return str(final)
 
 

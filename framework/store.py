@@ -4,7 +4,8 @@ machine finds there by its spec hash.
 - Every finished run uploads its result as MLflow artifacts: `result/result.json` (the metrics
   and hashes the local cache holds) and `result/final.ckpt` (its final weights), then gets the
   tag `expspec.result = stored`. A staged spec's parent run uploads only `result.json`; each
-  stage's weights are in its own run.
+  stage's weights are in its own run. On a local store `final.ckpt` is a hard link to the cache's
+  file (`log_file`), so the weights take their space once.
 - `fetch_result(hash, operative)` finds the newest FINISHED run of the spec's experiment with that
   spec hash and a stored result, and downloads it into the local cache (`runner.cache_dir()`),
   where the next lookup finds it: the local cache is a front of the store, never the only copy.
@@ -38,22 +39,52 @@ RESULT_TAG = "expspec.result"  # "stored" once the result's artifacts are all up
 CHECKPOINT_DIR = "checkpoints"  # artifact folder of the resume checkpoint
 
 
+def remote_store(uri: str) -> bool:
+    """Whether the store is a tracking server, not a local file (sqlite:///, file:, a path)."""
+    return not (uri.startswith(("sqlite:", "file:")) or "://" not in uri)
+
+
 def uploads_checkpoints(uri: str) -> bool:
     """Whether a run uploads its resume checkpoint at every write: when the store is not a local
-    file (sqlite:///, file:, a path), since then no other machine can read the local one."""
-    return not (uri.startswith(("sqlite:", "file:")) or "://" not in uri)
+    file (`remote_store`), since then no other machine can read the local one."""
+    return remote_store(uri)
 
 
 def upload_result(client: MlflowClient, run_id: str, result: RunResult) -> None:
     """Upload `result` (its result.json, and its final weights unless it is a staged parent) to
-    the run and tag it `expspec.result = stored`."""
+    the run and tag it `expspec.result = stored`. The weights go through `log_file`: on a local
+    store the artifact is the cache's file itself, hard-linked, not a second copy."""
     with tempfile.TemporaryDirectory(prefix="expspec-result-") as folder:
         path = Path(folder) / "result.json"
         path.write_text(json.dumps(result.to_json(), indent=1))
         client.log_artifact(run_id, str(path), RESULT_DIR)
     if result.checkpoint and not result.stages:
-        client.log_artifact(run_id, result.checkpoint, RESULT_DIR)
+        log_file(client, run_id, result.checkpoint, RESULT_DIR)
     client.set_tag(run_id, RESULT_TAG, "stored")
+
+
+def log_file(client: MlflowClient, run_id: str, path: str, folder: str) -> None:
+    """Log the file `path` as the run's artifact `folder/<its name>`. When the run's artifacts are
+    a local folder (a sqlite or file store's default), the artifact is a hard link to `path`: the
+    final weights are on disk once, not once in the cache and again under mlruns/, and nothing is
+    copied. This is safe because neither file is ever written in place: the cache replaces a
+    final.ckpt by a rename (`runner._save_final`), which leaves the linked artifact with the
+    weights its run produced, and MLflow never rewrites an artifact. Elsewhere (an artifact
+    store on a server, another filesystem: no hard link across devices) MLflow copies or
+    uploads it."""
+    from urllib.parse import urlparse
+
+    uri = client.get_run(run_id).info.artifact_uri
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        target = Path(parsed.path if parsed.scheme else uri) / folder / Path(path).name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+            return
+        except OSError:  # another filesystem, a file system without hard links, a name taken
+            pass
+    client.log_artifact(run_id, path, folder)
 
 
 def find_run(client: MlflowClient, paper: str, spec_hash: str) -> Any | None:

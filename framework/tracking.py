@@ -12,7 +12,6 @@ continues it from its last checkpoint.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import socket
 import subprocess
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from framework.run_context import SystemMetrics, context_tags, log_context
+from framework.run_context import SystemMetrics, context_tags, log_context, package_version
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -208,13 +207,9 @@ def git_state(cwd: Path | None = None) -> tuple[str, bool] | None:
 
 
 def package_versions() -> dict[str, str]:
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+    """The versions of PACKAGES, from the listing `environment/packages.txt` is made of (read
+    once per process: framework/run_context.py)."""
+    return {name: package_version(name) for name in PACKAGES}
 
 
 def run_tags_from_env() -> dict[str, str]:
@@ -374,11 +369,12 @@ class Tracker:
         from framework.mlflow_logger import RunLogger
 
         assert self.run_id is not None
-        from framework.store import uploads_checkpoints
+        from framework.store import remote_store, uploads_checkpoints
 
         log_model = self.operative["tracking"]["log_checkpoints"]
         return RunLogger(tracking_uri=self.uri, run_id=self.run_id, log_model=log_model,
-                         already_logged=self.already_logged, upload_checkpoints=uploads_checkpoints(self.uri))
+                         already_logged=self.already_logged, upload_checkpoints=uploads_checkpoints(self.uri),
+                         asynchronous=remote_store(self.uri))
 
     def finish(self, error: BaseException | None = None) -> None:
         """End the run: FINISHED, or FAILED with the error logged, or KILLED on Ctrl-C / exit."""

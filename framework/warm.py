@@ -4,10 +4,12 @@ That server imports this module once; each trial is then a child forked from it,
 imported here is not imported again per trial. It lists what a run imports: torch, Lightning,
 MLflow and the modules MLflow imports lazily on a run's first use of a sqlite store (SQLAlchemy,
 alembic, its ORM models: 400+ modules, measured at ~5 s of an 8.7 s first run on 2 cores), and
-the framework's own modules. One effect beyond imports: SQLAlchemy's ORM mappers are configured
-(otherwise on a store's first query, ~1 s per process). Nothing here opens a connection, starts a
-thread or runs a torch operation, so a child forked from the server starts clean: it sets its
-own torch thread count, seeds and MLflow store.
+the framework's own modules. Two effects beyond imports: SQLAlchemy's ORM mappers are configured
+(otherwise on a store's first query, ~1 s per process), and the installed packages are listed
+(`run_context.installed_versions`, read once per process; 0.2-0.5 s a trial otherwise): they do
+not change while the command that started the server runs. Nothing here opens a connection,
+starts a thread or runs a torch operation, so a child forked from the server starts clean: it
+sets its own torch thread count, seeds and MLflow store.
 
 Only the server imports this module (`exp sweep` itself never does).
 """
@@ -25,8 +27,10 @@ import framework.builder  # noqa: F401
 import framework.compare  # noqa: F401  (`exp run`'s parser names every command)
 import framework.mlflow_logger  # noqa: F401
 import framework.queue  # noqa: F401  (a trial's runner asks it for a search's pruning callback)
+import framework.run_context
 import framework.runner  # noqa: F401
 import framework.sweep  # noqa: F401
 import framework.tracking  # noqa: F401
 
 sqlalchemy.orm.configure_mappers()
+framework.run_context.installed_versions()

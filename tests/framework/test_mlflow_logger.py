@@ -46,3 +46,17 @@ def test_periodic_writes_are_asynchronous_and_wait_stores_them(tracked: str) -> 
     assert len(logger._in_flight) == 1
     logger.wait()
     assert logger._in_flight == [] and _history(tracked, run_id, "train/loss") == [(4, 3.0)]
+
+
+def test_writes_are_synchronous_when_asked_and_on_a_local_store(tracked: str) -> None:
+    from framework.tracking import Tracker
+
+    run_id = _run(tracked)
+    logger = RunLogger(tracking_uri=tracked, run_id=run_id, flush_seconds=3600, asynchronous=False)
+    logger.log_metrics({"train/loss": 5.0}, 1)
+    logger.flush()
+    assert logger._in_flight == [] and _history(tracked, run_id, "train/loss") == [(1, 5.0)]
+    operative = {"paper": "logger-test", "name": "x", "tracking": {"uri": tracked, "log_checkpoints": False}}
+    tracker = Tracker(operative, "spec.yaml", "0" * 16, [])
+    tracker.run_id = run_id
+    assert tracker.logger().asynchronous is False  # MLflow's queue would cost every run's end ~0.5 s

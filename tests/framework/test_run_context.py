@@ -5,13 +5,14 @@ system metrics."""
 from __future__ import annotations
 
 import getpass
+import importlib.metadata
 import subprocess
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from framework.run_context import data_digest, installed_packages
+from framework.run_context import data_digest, installed_packages, installed_versions, package_version
 from framework.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,3 +73,16 @@ def test_the_data_digest_follows_the_data_section_and_the_seed(change: dict, sam
     base = {"name": "x", "seed": 0, "data": {"type": "synthetic_fair_tabular", "n_samples": 6000},
             "trainer": {"max_steps": 300}}
     assert (data_digest({**base, **change}) == data_digest(base)) is same
+
+
+def test_installed_packages_are_read_once_per_process_as_importlib_metadata_reads_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    expected: dict[str, str] = {}
+    for dist in importlib.metadata.distributions():  # the full parse; the first on sys.path wins
+        expected.setdefault(dist.metadata["Name"], dist.version)
+    installed_versions.cache_clear()
+    assert installed_versions() == expected
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda: pytest.fail("listed twice"))
+    assert installed_versions() == expected and installed_packages().count("\n") == len(expected)
+    assert package_version("PyYAML") == package_version("pyyaml") == importlib.metadata.version("pyyaml")
+    assert package_version("no-such-distribution") == "not installed"

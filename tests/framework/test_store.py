@@ -11,8 +11,10 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from framework.runner import obtain, run
-from framework.store import RESULT_TAG, uploads_checkpoints
+from framework.store import RESULT_TAG, remote_store, uploads_checkpoints
 from test_stages import STAGED
+
+TINY = Path(__file__).resolve().parents[2] / "specs/cvm_fairness/tiny.yaml"
 
 
 def _same_weights(a: str, b: str) -> bool:
@@ -51,3 +53,22 @@ def test_a_staged_result_missing_from_the_local_cache_is_fetched_from_the_store(
 ])
 def test_resume_checkpoints_are_uploaded_when_the_store_is_not_a_local_file(uri: str, uploads: bool) -> None:
     assert uploads_checkpoints(uri) is uploads
+    assert remote_store(uri) is uploads  # and metric writes are asynchronous (RunLogger)
+
+
+def test_on_a_local_store_the_final_weights_artifact_is_the_cache_file_linked_not_a_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a new store's artifacts: ./mlruns, on the cache's file system
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.setenv("EXPSPEC_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("EXPSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    client = MlflowClient(store)
+    first = run(TINY, ["trainer.max_steps=3"])
+    artifact = Path(client.get_run(first.run_id).info.artifact_uri) / "result" / "final.ckpt"
+    assert artifact.samefile(first.checkpoint)  # one file on disk, two names
+    second = run(TINY, ["trainer.max_steps=3"])  # the same hash: the cache's file is replaced
+    assert second.checkpoint == first.checkpoint and second.run_id != first.run_id
+    assert not artifact.samefile(second.checkpoint) and artifact.stat().st_nlink == 1  # not written in place
+    downloaded = client.download_artifacts(first.run_id, "result/final.ckpt", str(tmp_path / "download"))
+    assert _same_weights(downloaded, second.checkpoint)
