@@ -286,11 +286,24 @@ def old_spelling(check: str, value: Any, **where: Any) -> str | None:
     return None
 
 
+_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def argument_validator(schema: dict[str, Any]) -> Any:
+    """The ArgumentValidator of `schema`, built once per schema object for the whole command (the
+    argument schemas live as long as the loaded registry schema; building a jsonschema validator
+    costs more than most checks). The entry keeps the schema alive, so its id is never reused."""
+    entry = _VALIDATORS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = _VALIDATORS[id(schema)] = (schema, ArgumentValidator(schema))
+    return entry[1]
+
+
 def argument_problem(value: Any, schema: dict[str, Any]) -> tuple[Path, str] | None:
     """Where inside `value` (a key path relative to the argument) and why the argument's JSON
     Schema rejects it, or None when it accepts it. The outermost problem is reported; in a union
     (`int | None`) whose member of the value's type rejects it, that member's reason ("must be >= 1")."""
-    error = jsonschema.exceptions.best_match(ArgumentValidator(schema).iter_errors(value))
+    error = jsonschema.exceptions.best_match(argument_validator(schema).iter_errors(value))
     if error is None:
         return None
     return tuple(error.path), _value_message(error.instance, error)
