@@ -2,9 +2,9 @@
 edited) and the oracle factor classifier (the judge), trained together on the shapes, and the
 task that trains them.
 
-`EditingWorld` holds both. Its `encode` / `decode` work on flat latents (B, D), whatever shape the
-autoencoder's latent has, so an edit policy needs to know only `latent_dim`. `world_pretraining`
-trains the pair: the autoencoder's own loss on the images, plus the oracle's cross-entropy on the
+`EditingWorld` holds both; `encode` gives the latent mean (B, D), `decode` an image clamped to
+[0, 1] (the VAE's decoder has no output nonlinearity). `world_pretraining` trains the pair: the
+autoencoder's own objective (`loss_terms(x)["loss"]`) on the images, plus the oracle's cross-entropy on the
 images *and* on their (detached) reconstructions, since the oracle judges decoded images. The
 editing specs load the result with `init: {spec: world.yaml, overrides: ['seed=${seed}']}`: one
 world per seed.
@@ -31,37 +31,28 @@ class EditingWorld(nn.Module):
     """An autoencoder and a factor oracle (module docstring).
 
     Args:
-        autoencoder: The generator: provides encode(x) -> (mean, log-variance), decode(z) -> images
-            in [0, 1] and loss(x) -> scalar (the generative package's `conv_vae`).
+        autoencoder: The generator with a vector latent: encode(x) -> (mean, log-variance) (B, D)
+            each, decode(z) -> images, loss_terms(x) -> {"loss", ...} (the generative package's
+            `conv_vae`).
         oracle: The factor classifier (`factor_oracle`).
     """
 
     def __init__(self, autoencoder: Model, oracle: Model) -> None:
         super().__init__()
-        for name in ("encode", "decode", "loss"):
+        for name in ("encode", "decode", "loss_terms"):
             if not callable(getattr(autoencoder, name, None)):
                 raise ValueError(f"autoencoder must provide {name}(), got {type(autoencoder).__name__}")
         if not isinstance(oracle, FactorOracle):
             raise ValueError(f"oracle must be a factor_oracle, got {type(oracle).__name__}")
         self.autoencoder, self.oracle = autoencoder, oracle
-        self._latent_shape: tuple[int, ...] | None = None
 
     def encode(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, C, H, W) -> (B, D) flat latent means."""
-        mean = self.autoencoder.encode(images)[0]
-        self._latent_shape = tuple(mean.shape[1:])
-        return mean.flatten(1)
+        """(B, C, H, W) -> (B, D) latent means."""
+        return self.autoencoder.encode(images)[0]
 
     def decode(self, latents: torch.Tensor) -> torch.Tensor:
-        """(B, D) flat latents -> (B, C, H, W) images."""
-        if self._latent_shape is None:
-            raise RuntimeError("decode needs the latent shape: call encode once first")
-        return self.autoencoder.decode(latents.view(len(latents), *self._latent_shape))
-
-    def latent_dim(self, images: torch.Tensor) -> int:
-        """D, the width of the flat latent of these images."""
-        with torch.no_grad():
-            return int(self.encode(images[:1]).shape[1])
+        """(B, D) latents -> (B, C, H, W) images in [0, 1]."""
+        return self.autoencoder.decode(latents).clamp(0, 1)
 
 
 class WorldPretraining(L.LightningModule):
@@ -86,7 +77,7 @@ class WorldPretraining(L.LightningModule):
     def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         x, y = batch["x"], batch["y"]
         recon = self.model.decode(self.model.encode(x))
-        loss = self.model.autoencoder.loss(x) + self.model.oracle.loss(x, y) + self.model.oracle.loss(recon.detach(), y)
+        loss = self.model.autoencoder.loss_terms(x)["loss"] + self.model.oracle.loss(x, y) + self.model.oracle.loss(recon.detach(), y)
         return loss, recon
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
