@@ -57,22 +57,29 @@ def _offline() -> Any:
                 os.environ[key] = value
 
 
-def missing_message(model_id: str, family: str, looked: str) -> str:
+def missing_message(model_id: str, family: str, looked: str, marker: str = "model_index.json",
+                    random_init: bool = True) -> str:
+    """Why a model is missing and the ways to provide it (`marker`: the file a local folder of it
+    holds; `random_init`: whether the component can build random weights instead)."""
+    ways = "three" if random_init else "two"
     return (
         f"model '{model_id}' ({family}) is not available locally: {looked}. Nothing is downloaded at run time. "
-        f"Provide it in one of three ways: (1) on a machine with network run `huggingface-cli download {model_id}` "
+        f"Provide it in one of {ways} ways: (1) on a machine with network run `huggingface-cli download {model_id}` "
         f"and copy the cache (~/.cache/huggingface/hub, or $HF_HOME/hub, or $HF_HUB_CACHE) to this machine; "
-        f"(2) set model.local_dir to a diffusers-format folder (with model_index.json); "
-        f"(3) for timing only, build random weights with model.random_init=true."
+        f"(2) set model.local_dir to a {'diffusers-format ' if marker == 'model_index.json' else ''}folder (with {marker})"
+        + ("; (3) for timing only, build random weights with model.random_init=true." if random_init else ".")
     )
 
 
-def resolve_local(model_id: str, family: str, local_dir: str | None, revision: str | None) -> str:
-    """The local folder of the model, or FileNotFoundError with `missing_message`."""
+def resolve_local(model_id: str, family: str, local_dir: str | None, revision: str | None,
+                  marker: str = "model_index.json", random_init: bool = True) -> str:
+    """The local folder of the model, or FileNotFoundError with `missing_message`. Any Hugging Face
+    model id works (diffusers pipelines, transformers models: `marker` "config.json")."""
     if local_dir is not None:
         folder = Path(local_dir).expanduser()
-        if not (folder / "model_index.json").is_file():
-            raise FileNotFoundError(missing_message(model_id, family, f"model.local_dir '{folder}' has no model_index.json"))
+        if not (folder / marker).is_file():
+            raise FileNotFoundError(missing_message(model_id, family, f"model.local_dir '{folder}' has no {marker}",
+                                                    marker, random_init))
         return str(folder)
     hub = require("huggingface_hub")
     try:
@@ -81,7 +88,8 @@ def resolve_local(model_id: str, family: str, local_dir: str | None, revision: s
     except Exception as error:  # LocalEntryNotFoundError, or an offline-mode error, by version
         from huggingface_hub.constants import HF_HUB_CACHE
 
-        raise FileNotFoundError(missing_message(model_id, family, f"not in the Hugging Face cache {HF_HUB_CACHE}")) from error
+        raise FileNotFoundError(missing_message(model_id, family, f"not in the Hugging Face cache {HF_HUB_CACHE}",
+                                                marker, random_init)) from error
 
 
 def family_config(family: str) -> dict[str, Any]:
