@@ -43,6 +43,20 @@ def test_moons_domains_are_rotations_of_the_source() -> None:
     assert np.abs(test[:, 0].mean(0)).max() < 0.3  # centred, so rotation keeps the moons in place
 
 
+def test_train_and_test_domains_rotate_the_same_way() -> None:
+    # A swapped direction between the (unlabelled) train domains and the test domains would make every
+    # adapted model look below chance: undoing domain k's angle on its train points must land them on
+    # the source moons (of the test split), undoing it the other way must not.
+    data = DomainSequence("rotating_moons", (0.0, 30.0, 60.0), num_train=400, num_val=10, num_test=400)
+    train, source = data.split("train")["x"].numpy(), data.split("test")["x"][:, 0].numpy()
+
+    def distance(points: np.ndarray) -> float:  # mean distance to the nearest source point
+        return float(np.linalg.norm(points[:, None] - source[None], axis=-1).min(1).mean())
+
+    for k, angle in ((1, 30.0), (2, 60.0)):
+        assert distance(rotate_points(train[:, k], -angle)) < 0.1 < distance(rotate_points(train[:, k], angle))
+
+
 def test_too_many_images_requested_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"rotated_digits has 1797 images; num_train x 5 domains \+ num_val \+ "
                                          r"num_test = 2100"):
