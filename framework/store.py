@@ -87,8 +87,14 @@ def log_file(client: MlflowClient, run_id: str, path: str, folder: str) -> None:
     client.log_artifact(run_id, path, folder)
 
 
+LINK_TAG = "expspec.linked_from"  # on a sweep's child run that links a reused run (framework.sweep.link_run)
+
+
 def find_run(client: MlflowClient, paper: str, spec_hash: str) -> Any | None:
-    """The newest FINISHED run of experiment `paper` with this spec hash and a stored result."""
+    """The newest FINISHED run of experiment `paper` with this spec hash and a stored result.
+    A sweep's link to a reused run (tag `expspec.linked_from`) holds no artifacts and is never
+    the answer (stores written before links stopped copying the result tag still have such links,
+    with the original's start time)."""
     experiment = client.get_experiment_by_name(paper)
     if experiment is None:
         return None
@@ -96,8 +102,8 @@ def find_run(client: MlflowClient, paper: str, spec_hash: str) -> Any | None:
         [experiment.experiment_id],
         f"tags.`expspec.spec_hash` = '{spec_hash}' and tags.`{RESULT_TAG}` = 'stored' "
         "and attributes.status = 'FINISHED'",
-        order_by=["attributes.start_time DESC"], max_results=1)
-    return runs[0] if runs else None
+        order_by=["attributes.start_time DESC"], max_results=50)
+    return next((run for run in runs if LINK_TAG not in run.data.tags), None)
 
 
 def fetch_result(spec_hash: str, operative: dict[str, Any]) -> RunResult | None:

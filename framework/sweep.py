@@ -48,6 +48,7 @@ from typing import Any, Iterator
 from framework.errors import Problem, SpecError
 from framework.loader import Loaded, apply_overrides, load_spec
 from framework.plan import SweepChecker, Trial, validate_plan
+from framework.store import LINK_TAG, RESULT_TAG
 
 FINISHED, FAILED, SKIPPED, KILLED = "FINISHED", "FAILED", "SKIPPED", "KILLED"
 
@@ -133,8 +134,9 @@ def _finished_hashes(client: Any, experiment_id: str, parent: str | None = None)
 
 
 PARENT_TAG = "mlflow.parentRunId"
-LINK_TAG = "expspec.linked_from"
-_NOT_COPIED = (PARENT_TAG, "mlflow.runName", LINK_TAG)
+# A link holds no artifacts: it must not carry RESULT_TAG, or a store lookup by spec hash could
+# pick the link (same hash, same start time as the original) and find no result.json.
+_NOT_COPIED = (PARENT_TAG, "mlflow.runName", LINK_TAG, RESULT_TAG)
 
 
 def link_skipped(client: Any, parent: str, outcomes: dict[int, "TrialOutcome"], echo: Any = print) -> None:

@@ -72,3 +72,24 @@ def test_on_a_local_store_the_final_weights_artifact_is_the_cache_file_linked_no
     assert not artifact.samefile(second.checkpoint) and artifact.stat().st_nlink == 1  # not written in place
     downloaded = client.download_artifacts(first.run_id, "result/final.ckpt", str(tmp_path / "download"))
     assert _same_weights(downloaded, second.checkpoint)
+
+
+def test_a_sweeps_link_to_a_reused_run_is_never_the_stored_result(tracked: str, tmp_path: Path) -> None:
+    """A link (framework.sweep.link_run) copies the run's tags and start time but holds no
+    artifacts: the store lookup must return the original, also for links written before links
+    stopped copying the result tag (CI once picked such a link and failed on result.json)."""
+    from framework.store import LINK_TAG, find_run
+    from framework.sweep import link_run
+
+    first = run(TINY)
+    client = MlflowClient(tracked)
+    original = client.get_run(first.run_id)
+    paper = client.get_experiment(original.info.experiment_id).name
+    parent = client.create_run(original.info.experiment_id, run_name="a sweep").info.run_id
+    link = link_run(client, original, parent, "seed=0")
+    assert client.get_run(link).data.tags[LINK_TAG] == first.run_id
+    assert RESULT_TAG not in client.get_run(link).data.tags
+    assert find_run(client, paper, first.spec_hash).info.run_id == first.run_id
+    client.set_tag(link, RESULT_TAG, "stored")  # a link as older versions wrote it
+    for _ in range(3):
+        assert find_run(client, paper, first.spec_hash).info.run_id == first.run_id
