@@ -26,7 +26,7 @@ from components.data.base import Arrays, ArrayDataModule, TensorDictDataset, kee
 from components.types import NonNegativeInt, PositiveInt, ProperFraction
 
 
-def _find_root(root: str | None, env: str, defaults: list[str], required: list[str], what: str, how: str) -> Path:
+def find_root(root: str | None, env: str, defaults: list[str], required: list[str], what: str, how: str) -> Path:
     """The first candidate folder holding every `required` file; a clear error when none does."""
     candidates = [root] if root else [p for p in [os.environ.get(env), *defaults] if p]
     for candidate in candidates:
@@ -39,7 +39,7 @@ def _find_root(root: str | None, env: str, defaults: list[str], required: list[s
     )
 
 
-def _read_idx(path: Path) -> np.ndarray:
+def read_idx(path: Path) -> np.ndarray:
     """An idx file (MNIST format), gzipped or not, as a numpy array."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
@@ -77,12 +77,12 @@ class FashionMNIST(ArrayDataModule):
         self.root, self.flatten, self.train_subset = root, flatten, train_subset
 
     def load(self) -> dict[str, Arrays]:
-        root = _find_root(self.root, "EXPSPEC_FASHION_MNIST_DIR", ["/usr/share/datasets/fashion-mnist"],
+        root = find_root(self.root, "EXPSPEC_FASHION_MNIST_DIR", ["/usr/share/datasets/fashion-mnist"],
                           FASHION_FILES, "Fashion-MNIST", ", or `apt-get install dataset-fashion-mnist`")
         splits = {}
         for stage, prefix in (("train", "train"), ("test", "t10k")):
-            x = _read_idx(root / f"{prefix}-images-idx3-ubyte.gz").astype(np.float32) / 255.0
-            y = _read_idx(root / f"{prefix}-labels-idx1-ubyte.gz").astype(np.int64)
+            x = read_idx(root / f"{prefix}-images-idx3-ubyte.gz").astype(np.float32) / 255.0
+            y = read_idx(root / f"{prefix}-labels-idx1-ubyte.gz").astype(np.int64)
             if stage == "train" and self.train_subset:
                 x, y = x[: self.train_subset], y[: self.train_subset]
             splits[stage] = {"x": x.reshape(len(x), -1) if self.flatten else x[:, None], "y": y}
@@ -145,7 +145,7 @@ class CIFAR(ArrayDataModule):
 
     def load(self) -> dict[str, Arrays]:
         folder, train_files, test_files, label_key = CIFAR_FILES[self.name]
-        base = _find_root(self.root, "EXPSPEC_CIFAR_DIR", ["data"], [f"{folder}/{f}" for f in train_files + test_files],
+        base = find_root(self.root, "EXPSPEC_CIFAR_DIR", ["data"], [f"{folder}/{f}" for f in train_files + test_files],
                           self.name.upper(), f" (the extracted {folder} archive of https://www.cs.toronto.edu/~kriz/cifar.html)")
         mean = np.array(CIFAR_MEAN[self.name], dtype=np.float32)[None, :, None, None]
         std = np.array(CIFAR_STD[self.name], dtype=np.float32)[None, :, None, None]
@@ -237,7 +237,7 @@ class ImageFolder(L.LightningDataModule):
 
     def _scan(self) -> dict[str, list[tuple[Path, int]]]:
         if self._items is None:
-            base = _find_root(self.root, "EXPSPEC_IMAGENET_DIR", [], ["train", "val"], "ImageNet-style folder",
+            base = find_root(self.root, "EXPSPEC_IMAGENET_DIR", [], ["train", "val"], "ImageNet-style folder",
                               " (train/<class>/*.JPEG and val/<class>/*.JPEG)")
             self.classes = sorted(p.name for p in (base / "train").iterdir() if p.is_dir())
             index = {c: i for i, c in enumerate(self.classes)}

@@ -44,7 +44,9 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 
 
 @contextlib.contextmanager
-def _offline() -> Any:
+def offline() -> Any:
+    """Hugging Face libraries in offline mode for the block: local files only, never a download
+    (the environment variables are restored afterwards). Every local-weights loader uses it."""
     saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     try:
@@ -83,7 +85,7 @@ def resolve_local(model_id: str, family: str, local_dir: str | None, revision: s
         return str(folder)
     hub = require("huggingface_hub")
     try:
-        with _offline():
+        with offline():
             return hub.snapshot_download(model_id, revision=revision, local_files_only=True)
     except Exception as error:  # LocalEntryNotFoundError, or an offline-mode error, by version
         from huggingface_hub.constants import HF_HUB_CACHE
@@ -210,7 +212,7 @@ class DiffusersPipeline(nn.Module):
         else:
             folder = resolve_local(self.model_id, family, local_dir, revision)
             diffusers = require("diffusers")
-            with _offline():
+            with offline():
                 pipe = diffusers.DiffusionPipeline.from_pretrained(folder, torch_dtype=self.dtype_, local_files_only=True)
             parts = {k: v for k, v in pipe.components.items() if v is not None}
             pipe.to(device)

@@ -54,14 +54,14 @@ def moons(n: int, noise: float, rng: np.random.Generator) -> tuple[np.ndarray, n
 
 def load_mnist(root: str | None) -> tuple[np.ndarray, np.ndarray]:
     """All 70,000 MNIST images (N, 28, 28) in [0, 1] and labels, from local idx files."""
-    from components.data.images import _find_root, _read_idx
+    from components.data.images import find_root, read_idx
 
     files = ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
              "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
-    folder = _find_root(root, "EXPSPEC_MNIST_DIR", [], files, "MNIST",
+    folder = find_root(root, "EXPSPEC_MNIST_DIR", [], files, "MNIST",
                         " (the four idx files of http://yann.lecun.com/exdb/mnist/, gzipped)")
-    images = np.concatenate([_read_idx(folder / files[0]), _read_idx(folder / files[2])]).astype(np.float32) / 255
-    labels = np.concatenate([_read_idx(folder / files[1]), _read_idx(folder / files[3])]).astype(np.int64)
+    images = np.concatenate([read_idx(folder / files[0]), read_idx(folder / files[2])]).astype(np.float32) / 255
+    labels = np.concatenate([read_idx(folder / files[1]), read_idx(folder / files[3])]).astype(np.int64)
     return images, labels
 
 

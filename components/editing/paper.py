@@ -36,7 +36,7 @@ from torch.utils.data import DataLoader
 
 from components.data.base import local_path
 from components.diffusion._deps import require
-from components.diffusion.pipelines import DTYPES, _offline, resolve_local
+from components.diffusion.pipelines import DTYPES, offline, resolve_local
 from components.kinds import Kind
 from components.types import PositiveFloat, PositiveInt
 
@@ -92,7 +92,7 @@ class InstructPix2PixEditor(nn.Module):
         super().__init__()
         folder = resolve_local(model_id, "instruct_pix2pix", local_dir, revision, random_init=False)
         diffusers = require("diffusers")
-        with _offline():
+        with offline():
             self.pipe = diffusers.StableDiffusionInstructPix2PixPipeline.from_pretrained(
                 folder, torch_dtype=DTYPES[dtype], local_files_only=True, safety_checker=None)
         self.pipe.set_progress_bar_config(disable=True)
@@ -128,7 +128,7 @@ class AgenticVLMJudge:
         folder = resolve_local(model_id, "vlm judge", local_dir, revision, marker="config.json", random_init=False)
         transformers = require("transformers")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        with _offline():
+        with offline():
             self.processor = transformers.AutoProcessor.from_pretrained(folder, local_files_only=True)
             self.model = transformers.Qwen2_5_VLForConditionalGeneration.from_pretrained(
                 folder, torch_dtype=DTYPES[dtype], local_files_only=True).to(self.device).eval()
