@@ -581,13 +581,76 @@ MAX_EXTENDS = 64
 def load_file(path: str | FsPath, shape: str = SPEC_SHAPE) -> Loaded:
     """Read a spec file and merge its `extends:` chain (see the module docstring). The file holds
     one mapping (`shape` says of what, in the message of an empty file or another value)."""
-    return _load(FsPath(path), (), [0], shape)
+    return _load(FsPath(path), (), [0], shape, [])
 
 
-def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], shape: str) -> Loaded:
-    """`stack`: (identity, display name) of the files whose `extends` led here."""
+@dataclass
+class _Merged:
+    """A file with its `extends` chain merged, and what that read: (path, display name, text) of
+    every file, this one first; their identities (the cycle check) and how many reads it counted."""
+
+    files: tuple[tuple[FsPath, str, str], ...]
+    identities: frozenset[Any]
+    reads: int
+    loaded: Loaded
+
+
+# Merged files of this process, by (absolute path, display name, shape): `exp validate specs/`
+# loads a folder's base once per child, and a claims file loads again the specs it reads. Each
+# file of the chain is read again on every use (microseconds) and the entry is used only while
+# every text is the one merged (the reason `_PARSED` is keyed by text); the reads are noted for
+# the validation cache (framework/validate_cache.py) as an uncached load notes them.
+_MERGED: dict[tuple[str, str, str], _Merged] = {}
+
+
+def _merged_hit(key: tuple[str, str, str], text: str, stack: tuple[tuple[Any, str], ...],
+                reads: list[int]) -> _Merged | None:
+    """The stored merge of `key` when it still holds: same texts, no file of it on `stack` (a
+    cycle: the uncached load reports it) and within MAX_EXTENDS reads (else that load says so)."""
+    hit = _MERGED.get(key)
+    if hit is None or hit.files[0][2] != text or reads[0] - 1 + hit.reads >= MAX_EXTENDS:
+        return None
+    if any(identity in hit.identities for identity, _ in stack):
+        return None
+    for path, source, known in hit.files[1:]:
+        try:
+            if read_text(path, source) != known:
+                return None
+        except SpecError:
+            return None
+    return hit
+
+
+def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], shape: str,
+          files: list[tuple[FsPath, str, str]]) -> Loaded:
+    """`stack`: (identity, display name) of the files whose `extends` led here; `files` gets
+    (path, display name, text) of every file read."""
     reads[0] += 1
-    loaded = read_yaml(path, _display(path))
+    source = _display(path)
+    text = read_text(path, source)
+    key = (os.path.abspath(path), source, shape)
+    hit = _merged_hit(key, text, stack, reads)
+    if hit is not None:
+        reads[0] += hit.reads - 1
+        files.extend(hit.files)
+        return _copy_loaded(hit.loaded)
+    first, start = reads[0], len(files)
+    files.append((path, source, text))
+    loaded = _load_uncached(path, parse_once(text, source), stack, reads, shape, files)
+    chain = tuple(files[start:])
+    if len(_MERGED) >= _PARSED_MAX:
+        del _MERGED[next(iter(_MERGED))]
+    _MERGED[key] = _Merged(chain, frozenset(_identity(p) for p, _, _ in chain), reads[0] - first + 1,
+                           _copy_loaded(loaded))
+    return loaded
+
+
+def _copy_loaded(loaded: Loaded) -> Loaded:
+    return Loaded(copy_tree(loaded.data), dict(loaded.key_marks), dict(loaded.value_marks), loaded.source)
+
+
+def _load_uncached(path: FsPath, loaded: Loaded, stack: tuple[tuple[Any, str], ...], reads: list[int],
+                   shape: str, files: list[tuple[FsPath, str, str]]) -> Loaded:
     if loaded.data is None:
         raise SpecError([Problem(Mark(loaded.source), (), f"file is empty (or only whitespace and comments): {shape}")])
     if not isinstance(loaded.data, dict):
@@ -615,7 +678,7 @@ def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], sh
         if reads[0] >= MAX_EXTENDS:
             raise SpecError([Problem(mark, ("extends",), f"more than {MAX_EXTENDS} files are read through "
                                                          "'extends:' for this spec; extend fewer bases")])
-        base = _load(base_path, stack, reads, shape)
+        base = _load(base_path, stack, reads, shape, files)
         merged = base if merged is None else merge_loaded(merged, base)
     assert merged is not None  # bases is a non-empty list
     for key in [k for k in loaded.key_marks if k == ("extends",) or k[:1] == ("extends",)]:
@@ -780,12 +843,31 @@ class _References:
         return _REFERENCE.sub(piece, value)
 
 
+def _plain(value: Any, depth: int) -> bool:
+    """No string in `value` holds `${`, and nothing nests past MAX_DEPTH (`_References.resolve`'s
+    depth count). Cheaper than resolving: no key paths are built and no container is copied."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(value, str):
+        return "${" not in value
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, list):
+        return True
+    for item in value:
+        if not _plain(item, depth + 1):
+            return False
+    return True
+
+
 def resolve_references(loaded: Loaded, only: set[str] | None = None, collect: list[Problem] | None = None) -> None:
     """Replace `${a.b}` references in place (see the module docstring). With `only`, just the
     top-level keys named there are resolved (a sweep trial whose overrides reach no reference in
     the other keys, which are already resolved); lookups still read the whole spec. With
     `collect`, a reference that cannot be resolved is added to it and left as written, so that
     validation can report the spec's other problems too (a limit still raises at once)."""
+    if only is None and _plain(loaded.data, 0):
+        return  # nothing to resolve, and within MAX_DEPTH: the walk below would rebuild it as it is
     references = _References(loaded)
     try:
         if only is None:

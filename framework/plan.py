@@ -142,8 +142,13 @@ def validate_plan(loaded: Loaded, schemas: Schemas, cache: ValidationCache | Non
 
 # -- sweeps ---------------------------------------------------------------------------------------
 
+# libyaml's emitter when PyYAML has it (the text is the pure-Python emitter's, ~3x faster: a sweep
+# writes each axis value once, 10,000-trial grids included).
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def _dump(value: Any) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, width=1 << 20).strip().removesuffix("\n...")
+    return yaml.dump(value, Dumper=_DUMPER, default_flow_style=True, width=1 << 20).strip().removesuffix("\n...")
 
 
 def _short(path: str) -> str:

@@ -211,28 +211,40 @@ def _control_problems(claim: Claim, index: int, runs: dict[str, RunRef], loaded:
 def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path,
                     reads: dict[int, set[str]]) -> list[Problem]:
     """Every run a headline claim reads is a sweep over >= MIN_SEEDS seeds whose upstream specs,
-    if any, follow the trial's seed (upstreams of upstreams too)."""
+    if any, follow the trial's seed (upstreams of upstreams too). Each run is looked at once, and
+    each (spec, overrides) loaded once, however many headline claims read it."""
     problems = []
+    found: dict[str, tuple[list[Any], str | None]] = {}  # alias -> (seeds, upstream pinning one seed)
+    loads: dict[tuple[Path, tuple[str, ...]], Any] = {}
     for i, claim in enumerate(claims.claims):
         if not claim.is_headline:
             continue
         for alias in sorted(reads[i]):
             ref = claims.runs[alias]
-            spec = folder / ref.spec
-            raw = load_file(spec)
-            apply_overrides(raw, list(ref.overrides))
-            seeds = ((raw.data.get("sweep") or {}).get("seeds")) or []
+            if alias not in found:
+                found[alias] = _seeds_and_pinning(folder / ref.spec, list(ref.overrides), loads)
+            seeds, pinned = found[alias]
             message = None
             if len(seeds) < MIN_SEEDS:
                 message = (f"headline claim '{claim.name}' reads '{alias}' ({ref.spec}), which is not a sweep over "
                            f">= {MIN_SEEDS} seeds (sweep.seeds: {seeds or 'none'})")
-            elif pinned := _upstream_pinning_seed(spec, *(
-                    [*ref.overrides, "sweep=null", f"seed={seed}"] for seed in seeds[:2])):
+            elif pinned:
                 message = (f"headline claim '{claim.name}' reads '{alias}' ({ref.spec}), whose upstream {pinned} keeps "
                            f"one seed; let it follow the trial's: init: {{spec: ..., overrides: ['seed=${{seed}}']}}")
             if message:
                 problems.append(Problem(loaded.value_mark(("claims", i, "check")), ("claims", i, "check"), message))
     return problems
+
+
+def _seeds_and_pinning(spec: Path, overrides: list[str], loads: dict[Any, Any]) -> tuple[list[Any], str | None]:
+    """The run's `sweep.seeds`, and (with >= MIN_SEEDS of them) its upstream that keeps one seed."""
+    raw = load_file(spec)
+    apply_overrides(raw, overrides)
+    seeds = ((raw.data.get("sweep") or {}).get("seeds")) or []
+    if len(seeds) < MIN_SEEDS:
+        return seeds, None
+    return seeds, _upstream_pinning_seed(spec, *([*overrides, "sweep=null", f"seed={seed}"] for seed in seeds[:2]),
+                                         loads=loads)
 
 
 def _inits(data: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -242,15 +254,30 @@ def _inits(data: dict[str, Any]) -> list[tuple[str, Any]]:
             *((name, (s or {}).get("init")) for name, s in stages.items() if isinstance(s, dict))]
 
 
+def _loaded_data(spec: Path, overrides: list[str], loads: dict[Any, Any]) -> Any:
+    """`load_spec(spec, overrides).data`, once per (spec, overrides) in `loads`; a spec that does
+    not load raises its SpecError each time. The data is shared: read it, never change it."""
+    key = (spec, tuple(overrides))
+    if key not in loads:
+        try:
+            loads[key] = load_spec(spec, overrides).data
+        except SpecError as error:
+            loads[key] = error
+    if isinstance(loads[key], SpecError):
+        raise loads[key]
+    return loads[key]
+
+
 def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str],
-                           seen: frozenset[Path] = frozenset()) -> str | None:
+                           seen: frozenset[Path] = frozenset(), loads: dict[Any, Any] | None = None) -> str | None:
     """The first upstream spec (`init: {spec}`, top level or in a stage, followed down its own
     upstreams) that comes out the same for two of the trial's seeds: `spec` loaded with the
     overrides `first` and `second` (two seeds), references resolved. Any way of following the seed
     counts (`seed=${seed}`, `data.seed=${seed}`, ...); None when every upstream follows it. A spec
-    that does not load is its own error, reported when it runs."""
+    that does not load is its own error, reported when it runs. `loads`: see `_loaded_data`."""
+    loads = {} if loads is None else loads
     try:
-        one, two = load_spec(spec, first).data, load_spec(spec, second).data
+        one, two = _loaded_data(spec, first, loads), _loaded_data(spec, second, loads)
     except SpecError:
         return None
     for (where, init), (_, other) in zip(_inits(one), _inits(two)):
@@ -262,12 +289,12 @@ def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str],
         up_first = [str(o) for o in init.get("overrides") or []]
         up_second = [str(o) for o in other.get("overrides") or []]
         try:
-            same = load_spec(upstream, up_first).data == load_spec(upstream, up_second).data
+            same = _loaded_data(upstream, up_first, loads) == _loaded_data(upstream, up_second, loads)
         except SpecError:
             continue
         if same:
             return str(init["spec"])
-        deeper = _upstream_pinning_seed(upstream, up_first, up_second, seen | {upstream.resolve()})
+        deeper = _upstream_pinning_seed(upstream, up_first, up_second, seen | {upstream.resolve()}, loads)
         if deeper:
             return deeper
     return None

@@ -358,3 +358,34 @@ def test_each_text_is_parsed_once_and_callers_get_copies(tmp_path: Path, monkeyp
     assert sorted(Path(s).name for s in parsed) == ["a.yaml", "b.yaml", "base.yaml"]
     (tmp_path / "base.yaml").write_text("name: c\nmodel: {type: mlp, hidden: [5]}\n")
     assert load_file(tmp_path / "a.yaml").data["model"]["hidden"] == [5]
+
+
+def test_a_merged_chain_is_reused_while_every_file_of_it_reads_the_same(tmp_path: Path, monkeypatch) -> None:
+    """Loading a spec again reuses its merged `extends` chain (no merge is redone), hands out a
+    copy, notes every file of the chain for the validation cache as a first load does, and merges
+    again once any file of the chain (here the base's base) holds other text, an unreadable base
+    giving the first load's message."""
+    import framework.loader as loader
+    from framework import validate_cache
+
+    merges: list[str] = []
+    real = loader.merge_loaded
+    monkeypatch.setattr(loader, "merge_loaded", lambda base, child: merges.append(child.source) or real(base, child))
+    _files(tmp_path, {"root.yaml": "name: r\nmodel: {type: mlp, hidden: [4]}\n",
+                      "base.yaml": "extends: root.yaml\nseed: 1\n", "spec.yaml": "extends: base.yaml\npaper: p\n"})
+    first = load_file(tmp_path / "spec.yaml")
+    assert len(merges) == 2
+    first.data["model"]["hidden"].append(99)
+    validate_cache.start_recording()
+    again = load_file(tmp_path / "spec.yaml")
+    noted = validate_cache.stop_recording()
+    assert len(merges) == 2, "the stored merge is reused"
+    assert again.data == {"name": "r", "model": {"type": "mlp", "hidden": [4]}, "seed": 1, "paper": "p"}
+    assert again.key_mark(("model",)).line == 2 and again.value_mark(("paper",)).line == 2
+    assert {Path(str(p)).name for p in noted} >= {"root.yaml", "base.yaml", "spec.yaml"}
+    (tmp_path / "root.yaml").write_text("name: r\nmodel: {type: mlp, hidden: [5]}\n")  # same size
+    assert load_file(tmp_path / "spec.yaml").data["model"]["hidden"] == [5]
+    assert len(merges) == 4
+    (tmp_path / "root.yaml").unlink()
+    with pytest.raises(SpecError, match="base spec 'root.yaml' not found"):
+        load_file(tmp_path / "spec.yaml")
