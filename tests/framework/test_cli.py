@@ -173,15 +173,42 @@ def test_validate_in_forked_shares_reports_what_one_process_does(tmp_path: Path,
     assert [i for i, e in enumerate(one) if e] == [files.index(broken)] and "lrr" in one[files.index(broken)]
     monkeypatch.setattr(cli, "PARALLEL_FILES", 2)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
-    import multiprocessing
-
-    contexts: list[str] = []
-    real = multiprocessing.get_context
-    monkeypatch.setattr(multiprocessing, "get_context", lambda method=None: contexts.append(method) or real(method))
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
     assert [None if e is None else str(e) for e in cli.check_files(files)] == one
-    assert contexts == ["fork"]  # the shares ran in a pool of forked processes
+    assert len(forks) == 2  # three shares: this process and two forked children
     assert main(["validate", "-q", str(tmp_path)]) == 2
     assert f"{len(files) - 1} of {len(files)} spec(s) valid" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("failure, said", [("raise", "ValueError: a bug in a check"), ("die", "exit status 3"),
+                                           ("kill", "killed by signal 9")])
+def test_a_forked_share_that_fails_or_dies_is_an_error_not_a_missing_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str, said: str) -> None:
+    """A child checking a share that raises, exits or is killed makes `check_files` raise, saying
+    how it ended; the parent's own share is checked as usual meanwhile."""
+    import signal
+
+    import framework.cli as cli
+
+    files = [tmp_path / f"s{i}.yaml" for i in range(4)]
+    parent = os.getpid()
+
+    def share(part: list[Path], store: object = None) -> list[None]:
+        if os.getpid() != parent:
+            if failure == "raise":
+                raise ValueError("a bug in a check")
+            if failure == "die":
+                os._exit(3)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return [None] * len(part)
+
+    monkeypatch.setattr(cli, "_check_share", share)
+    monkeypatch.setattr(cli, "PARALLEL_FILES", 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    with pytest.raises(RuntimeError, match=said):
+        cli.check_files(files)
 
 
 def test_explain_shows_a_third_party_summary_and_arguments(capsys: pytest.CaptureFixture[str]) -> None:

@@ -389,3 +389,16 @@ def test_a_merged_chain_is_reused_while_every_file_of_it_reads_the_same(tmp_path
     (tmp_path / "root.yaml").unlink()
     with pytest.raises(SpecError, match="base spec 'root.yaml' not found"):
         load_file(tmp_path / "spec.yaml")
+
+
+def test_the_refused_characters_are_all_but_yaml_printable_ones() -> None:
+    """The loader's class of refused characters is the complement of YAML 1.1's printable set,
+    on every code point."""
+    import re
+
+    from framework.loader import _NOT_PRINTABLE
+
+    printable = re.compile("[\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+    for point in range(0x110000):
+        char = chr(point)
+        assert bool(_NOT_PRINTABLE.match(char)) != bool(printable.match(char)), hex(point)
