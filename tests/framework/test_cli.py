@@ -281,3 +281,22 @@ def test_run_of_a_sweep_spec_says_it_runs_the_base_spec_only(capsys: pytest.Capt
     monkeypatch.setenv("EXPSPEC_PARENT_RUN_ID", "0123")  # a trial of `exp sweep` is not told
     _base_only(spec, check_spec(ROOT / spec, []))
     assert capsys.readouterr().err == ""
+
+
+def test_the_console_script_ends_validate_at_once_with_every_line_and_result_kept(tmp_path: Path) -> None:
+    """`exp validate` through the console script's entry (which skips the interpreter's shut-down
+    for it) still gives its exit status, every line it printed to a pipe, and the stored results."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("extends: " + str(Path("specs/cvm_fairness/tiny.yaml").resolve()) + "\noptimizer: {type: adam, lrr: 1}\n")
+    good = Path("specs/cvm_fairness/tiny.yaml")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # output to a pipe is buffered
+    env.update(EXPSPEC_CACHE_DIR=str(tmp_path / "cache"), EXPSPEC_VALIDATE_CACHE="1")
+    done = subprocess.run([sys.executable, "-c", "from framework.cli import entry; entry()", "validate", str(good),
+                           str(bad)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2
+    assert done.stdout == f"ok  {good}\n"
+    assert "adam has no argument 'lrr'" in done.stderr and done.stderr.endswith("1 of 2 spec(s) valid\n")
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 2
