@@ -476,11 +476,6 @@ def read_text(path: FsPath, source: str) -> str:
                                                                  "UTF-8; save the file as UTF-8")]) from None
 
 
-def read_yaml(path: FsPath, source: str | None = None) -> Loaded:
-    source = source or str(path)
-    return parse_once(read_text(path, source), source)
-
-
 # Parsed texts of this process, by (source, text): `exp validate specs/` reads a spec's `extends`
 # parents once per child and a sweep applies the same override values to every trial. The key is
 # the text itself, not the file's mtime: file times tick in milliseconds, so a file rewritten at

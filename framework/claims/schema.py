@@ -243,8 +243,8 @@ def _seeds_and_pinning(spec: Path, overrides: list[str], loads: dict[Any, Any]) 
     seeds = ((raw.data.get("sweep") or {}).get("seeds")) or []
     if len(seeds) < MIN_SEEDS:
         return seeds, None
-    return seeds, _upstream_pinning_seed(spec, *([*overrides, "sweep=null", f"seed={seed}"] for seed in seeds[:2]),
-                                         loads=loads)
+    first, second = ([*overrides, "sweep=null", f"seed={seed}"] for seed in seeds[:2])
+    return seeds, _upstream_pinning_seed(spec, first, second, loads)
 
 
 def _inits(data: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -268,14 +268,13 @@ def _loaded_data(spec: Path, overrides: list[str], loads: dict[Any, Any]) -> Any
     return loads[key]
 
 
-def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str],
-                           seen: frozenset[Path] = frozenset(), loads: dict[Any, Any] | None = None) -> str | None:
+def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str], loads: dict[Any, Any],
+                           seen: frozenset[Path] = frozenset()) -> str | None:
     """The first upstream spec (`init: {spec}`, top level or in a stage, followed down its own
     upstreams) that comes out the same for two of the trial's seeds: `spec` loaded with the
     overrides `first` and `second` (two seeds), references resolved. Any way of following the seed
     counts (`seed=${seed}`, `data.seed=${seed}`, ...); None when every upstream follows it. A spec
     that does not load is its own error, reported when it runs. `loads`: see `_loaded_data`."""
-    loads = {} if loads is None else loads
     try:
         one, two = _loaded_data(spec, first, loads), _loaded_data(spec, second, loads)
     except SpecError:
@@ -294,7 +293,7 @@ def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str],
             continue
         if same:
             return str(init["spec"])
-        deeper = _upstream_pinning_seed(upstream, up_first, up_second, seen | {upstream.resolve()}, loads)
+        deeper = _upstream_pinning_seed(upstream, up_first, up_second, loads, seen | {upstream.resolve()})
         if deeper:
             return deeper
     return None

@@ -296,11 +296,11 @@ def test_limits(text: str, problems: list[str]) -> None:
 
 def test_file_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A UTF-8 byte-order mark is skipped; a file over MAX_FILE_BYTES, or not a regular file, is refused."""
-    from framework.loader import MAX_FILE_BYTES, read_yaml
+    from framework.loader import MAX_FILE_BYTES
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bom.yaml").write_bytes(b"\xef\xbb\xbfa: 1\n")
-    assert read_yaml(Path("bom.yaml")).data == {"a": 1}
+    assert load_file(Path("bom.yaml")).data == {"a": 1}
     (tmp_path / "big.yaml").write_bytes(b"# " + b"x" * MAX_FILE_BYTES)
     os.mkfifo(tmp_path / "fifo.yaml")
     for name, message in [("big.yaml", f"big.yaml: file is larger than {MAX_FILE_BYTES} bytes: a spec is a short "
@@ -308,7 +308,7 @@ def test_file_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                           ("fifo.yaml", "fifo.yaml: is not a regular file (a spec is a YAML text file)"),
                           ("none.yaml", "none.yaml: file not found")]:
         with pytest.raises(SpecError) as info:
-            read_yaml(Path(name))
+            load_file(Path(name))
         assert [str(p) for p in info.value.problems] == [message]
 
 
