@@ -643,20 +643,16 @@ def _describe_error(error: BaseException) -> str:
     return "\n".join(lines)
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"terminated by signal {signum}")
-
-
 def main(argv: list[str] | None = None) -> int:
     return _main(parser().parse_args(argv))
 
 
 def _main(args: argparse.Namespace) -> int:
     if args.command in ("run", "resume", "rerun", "sweep", "reproduce"):
-        import signal
+        from framework import interrupts
 
         # SIGTERM (a scheduler, `exp sweep --fail-fast`) ends a run like Ctrl-C: marked KILLED.
-        signal.signal(signal.SIGTERM, _terminate)
+        interrupts.install()
     show_traceback = args.traceback or os.environ.get("EXPSPEC_TRACEBACK") == "1"
     try:
         return args.func(args)

@@ -10,6 +10,8 @@ from typing import Any, Mapping
 
 from lightning.pytorch.loggers import MLFlowLogger
 
+from framework.interrupts import deferred
+
 # Seconds between metric writes. One MLflow `log_batch` into sqlite costs milliseconds (a commit);
 # writing at each of Lightning's logging steps (every 10 steps by default) cost tiny runs ~10% of
 # their training time.
@@ -91,14 +93,16 @@ class RunLogger(MLFlowLogger):
         return remaining > 0
 
     def flush(self) -> None:
-        """Write the queued metrics now."""
+        """Write the queued metrics now, whole: Ctrl-C or SIGTERM waits for the write to end
+        (framework/interrupts.py; a write cut in half left the sqlite store locked)."""
         pending, self._pending = self._pending, []
         synchronous = self.flush_seconds <= 0 or not self.asynchronous
-        for start in range(0, len(pending), MAX_BATCH):
-            operation = self.experiment.log_batch(self.run_id, metrics=pending[start : start + MAX_BATCH],
-                                                  synchronous=synchronous)
-            if operation is not None:
-                self._in_flight.append(operation)
+        with deferred():
+            for start in range(0, len(pending), MAX_BATCH):
+                operation = self.experiment.log_batch(self.run_id, metrics=pending[start : start + MAX_BATCH],
+                                                      synchronous=synchronous)
+                if operation is not None:
+                    self._in_flight.append(operation)
         self._written = time.monotonic()
 
     def wait(self) -> None:

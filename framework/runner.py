@@ -222,25 +222,22 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
     tracker = Tracker(parent_op, units[0].loaded.source, total_hash, overrides,
                       extra_tags={"expspec.stages": ",".join(str(u.stage) for u in units)}) if is_rank_zero() else None
     parent_id = tracker.start(log_params=False) if tracker else None
-    if tracker:
-        announce(tracker, f"started ({len(units)} stages as child runs)")
     results: dict[str, RunResult] = {}
-    try:
+    with ended_on_error(tracker):
+        if tracker:
+            announce(tracker, f"started ({len(units)} stages as child runs)")
         for unit, unit_hash in zip(units, hashes):
             init = unit.operative.get("init") or {}
             checkpoint = results[init["stage"]].checkpoint if init.get("stage") else None
             results[str(unit.stage)] = run_unit(unit, unit_hash, overrides, parent_run_id=parent_id,
                                                 init_checkpoint=checkpoint)
-    except BaseException as error:
+        metrics = {f"{stage}:{k}": v for stage, r in results.items() for k, v in r.metrics.items()}
+        result = RunResult(run_id=parent_id, metrics=metrics, operative=parent_op, spec_hash=total_hash,
+                           checkpoint=list(results.values())[-1].checkpoint, stages=results)
         if tracker:
-            tracker.finish(error)
-        raise
-    metrics = {f"{stage}:{k}": v for stage, r in results.items() for k, v in r.metrics.items()}
-    result = RunResult(run_id=parent_id, metrics=metrics, operative=parent_op, spec_hash=total_hash,
-                       checkpoint=list(results.values())[-1].checkpoint, stages=results)
+            tracker.log_metrics(metrics)
+            upload_result(tracker.client, parent_id, result)
     if tracker:
-        tracker.log_metrics(metrics)
-        upload_result(tracker.client, parent_id, result)
         tracker.finish()
         store_result(result)
     return result
@@ -301,7 +298,7 @@ def run_unit(
     except Exception as error:
         built, skipped = None, error
     tracker, run_id = _open_run(unit, unit_hash, overrides, parent_run_id, resume_run_id)
-    try:
+    with ended_on_error(tracker):
         if skipped is not None:
             raise skipped
         if tracker:
@@ -309,16 +306,13 @@ def run_unit(
         trainer = _trainer(built, tracker)
         metrics = run_phases(trainer, built, operative["phases"], resume_checkpoint)
         final = _save_final(built.task, unit_hash) if is_rank_zero() else None
-    except BaseException as error:
+        result = RunResult(run_id=run_id, metrics=metrics, operative=operative, spec_hash=unit_hash, checkpoint=final)
         if tracker:
-            tracker.finish(error)
-        raise
-    result = RunResult(run_id=run_id, metrics=metrics, operative=operative, spec_hash=unit_hash, checkpoint=final)
+            tracker.client.set_tag(run_id, "expspec.checkpoint", final or "")
+            if operative["tracking"]["log_checkpoints"] and last_checkpoint(run_id):
+                tracker.client.log_artifact(run_id, str(last_checkpoint(run_id)), "checkpoints")
+            upload_result(tracker.client, run_id, result)
     if tracker:
-        tracker.client.set_tag(run_id, "expspec.checkpoint", final or "")
-        if operative["tracking"]["log_checkpoints"] and last_checkpoint(run_id):
-            tracker.client.log_artifact(run_id, str(last_checkpoint(run_id)), "checkpoints")
-        upload_result(tracker.client, run_id, result)
         tracker.finish()
         store_result(result)
     return result
@@ -378,15 +372,27 @@ def _open_run(unit: Unit, unit_hash: str, overrides: list[str], parent_run_id: s
     tracker = Tracker(unit.operative, unit.loaded.source, unit_hash, overrides, parent_run_id)
     run_id = tracker.attach(resume_run_id) if resume_run_id else tracker.start()
     os.environ["EXPSPEC_RUN_ID"] = run_id  # for DDP ranks started by Lightning's launcher
-    try:
+    with ended_on_error(tracker):
         if not resume_run_id:
             log_dataset(tracker.client, run_id, unit.operative, unit.loaded.source)
         tracker.monitor_system(resumed=bool(resume_run_id))
-    except BaseException as error:
-        tracker.finish(error)
-        raise
-    announce(tracker, "resumed" if resume_run_id else "started")
+        announce(tracker, "resumed" if resume_run_id else "started")
     return tracker, run_id
+
+
+@contextlib.contextmanager
+def ended_on_error(tracker: Any) -> Iterator[None]:
+    """Anything raised inside, Ctrl-C and SIGTERM included (framework.cli turns SIGTERM into
+    KeyboardInterrupt), ends the tracker's run FAILED or KILLED with the error, then goes on up.
+    Everything between a run's start and its `finish()` runs inside one: an interrupt that lands
+    after training, while the result is uploaded, left the run RUNNING before (seen in CI under
+    load: the signal came after the last checkpoint)."""
+    try:
+        yield
+    except BaseException as error:
+        if tracker:
+            tracker.finish(error)
+        raise
 
 
 def announce(tracker: Any, what: str) -> None:

@@ -186,6 +186,8 @@ def run_sweep(
     """Run the spec's trials, `jobs` at a time, as child runs of one parent run (see the module
     docstring). The parent ends FINISHED when every trial finished or was skipped, else FAILED;
     KILLED, with the running trials stopped, when this process is interrupted (Ctrl-C, SIGTERM)."""
+    from framework.runner import ended_on_error
+
     overrides = list(overrides or [])
     if isolate not in ISOLATIONS:
         raise ValueError(f"isolate must be one of {', '.join(ISOLATIONS)}, got {isolate!r}")
@@ -199,26 +201,25 @@ def run_sweep(
     threads = _threads(base, overrides, jobs, cores)
     tracker, done = open_parent(spec_path, overrides, base, hashes)
     parent = tracker.run_id
-    outcomes, todo = skip_finished(trials, hashes, done, echo)
-    given = " (as given)" if sets_threads(overrides) else ""
-    echo(f"sweep {base['name']}: {len(trials)} trial(s), {len(todo)} to run, {jobs} job(s) x {threads} "
-         f"thread(s){given}; parent run {parent}")
-    link_skipped(tracker.client, parent, outcomes, echo)
-    launcher = ForkedTrials(spec_path, overrides, parent, base["name"], threads, preload) if isolate == "fork" \
-        else TrialProcesses(spec_path, overrides, parent, base["name"], threads)
-    try:
-        _run_pool(launcher, [(i, trials[i]) for i in todo], jobs, fail_fast, outcomes, len(trials), echo)
-    except BaseException as error:  # Ctrl-C or SIGTERM: _run_pool stopped the trials
-        tracker.finish(error)
-        raise
-    finally:
-        upload_trial_logs(tracker.client, parent, launcher.workdir, trials, echo)
-        shutil.rmtree(launcher.workdir, ignore_errors=True)
-    result = SweepResult(parent, [outcomes[i] for i in sorted(outcomes)])
-    echo(summary(result))
-    echo(f"compare: exp compare {parent}   browse: exp ui   (store {tracker.uri})")
+    with ended_on_error(tracker):  # Ctrl-C or SIGTERM, at any point: the parent run ends KILLED
+        outcomes, todo = skip_finished(trials, hashes, done, echo)
+        given = " (as given)" if sets_threads(overrides) else ""
+        echo(f"sweep {base['name']}: {len(trials)} trial(s), {len(todo)} to run, {jobs} job(s) x {threads} "
+             f"thread(s){given}; parent run {parent}")
+        link_skipped(tracker.client, parent, outcomes, echo)
+        launcher = ForkedTrials(spec_path, overrides, parent, base["name"], threads, preload) if isolate == "fork" \
+            else TrialProcesses(spec_path, overrides, parent, base["name"], threads)
+        try:
+            _run_pool(launcher, [(i, trials[i]) for i in todo], jobs, fail_fast, outcomes, len(trials), echo)
+        finally:  # after Ctrl-C or SIGTERM too: _run_pool stopped the trials
+            upload_trial_logs(tracker.client, parent, launcher.workdir, trials, echo)
+            shutil.rmtree(launcher.workdir, ignore_errors=True)
+        result = SweepResult(parent, [outcomes[i] for i in sorted(outcomes)])
+        echo(summary(result))
+        echo(f"compare: exp compare {parent}   browse: exp ui   (store {tracker.uri})")
+        if result.failed:
+            tracker.client.set_tag(parent, "expspec.error", f"{len(result.failed)} trial(s) did not finish")
     if result.failed:
-        tracker.client.set_tag(parent, "expspec.error", f"{len(result.failed)} trial(s) did not finish")
         tracker.client.set_terminated(parent, "FAILED")
     else:
         tracker.finish()

@@ -359,10 +359,13 @@ class Tracker:
 
         from mlflow.entities import Metric
 
+        from framework.interrupts import deferred
+
         now = int(time.time() * 1000)
         entries = [Metric(k, v, now, 0) for k, v in metrics.items()]
-        for start in range(0, len(entries), 500):
-            self.client.log_batch(self.run_id, metrics=entries[start : start + 500])
+        with deferred():  # never cut in half by Ctrl-C (framework/interrupts.py)
+            for start in range(0, len(entries), 500):
+                self.client.log_batch(self.run_id, metrics=entries[start : start + 500])
 
     def logger(self) -> RunLogger:
         """Lightning's logger for this run (imports Lightning)."""
@@ -380,15 +383,16 @@ class Tracker:
         """End the run: FINISHED, or FAILED with the error logged, or KILLED on Ctrl-C / exit."""
         if self.run_id is None:
             return
-        if self.system_metrics is not None:
-            self.system_metrics.stop()
-        if error is None:
-            self.client.set_terminated(self.run_id, "FINISHED")
-            return
-        killed = isinstance(error, (KeyboardInterrupt, SystemExit))
-        text = "".join(traceback.format_exception(error))
-        try:
-            self.client.set_tag(self.run_id, "expspec.error", f"{type(error).__name__}: {error}"[:5000])
-            self.client.log_text(self.run_id, text, "error.txt")
-        finally:
-            self.client.set_terminated(self.run_id, "KILLED" if killed else "FAILED")
+        from framework.interrupts import deferred
+
+        with deferred():  # a second Ctrl-C waits until the run is ended (framework/interrupts.py)
+            try:  # the status is written even when stopping the sampler or logging the error fails
+                if self.system_metrics is not None:
+                    self.system_metrics.stop()
+                if error is not None:
+                    self.client.set_tag(self.run_id, "expspec.error", f"{type(error).__name__}: {error}"[:5000])
+                    self.client.log_text(self.run_id, "".join(traceback.format_exception(error)), "error.txt")
+            finally:
+                killed = isinstance(error, (KeyboardInterrupt, SystemExit))
+                self.client.set_terminated(self.run_id,
+                                           "FINISHED" if error is None else "KILLED" if killed else "FAILED")

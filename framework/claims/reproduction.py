@@ -108,17 +108,20 @@ def log_outcomes(claims: ClaimsFile, folder: Path, outcomes: list[Outcome], text
     """One run per reproduction in the paper's experiment, tagged `expspec.reproduce` and
     `expspec.tier`: a `claim/<name>` metric (1 pass, 0 fail) per claim that ran, and the table as
     `claims.md`. FINISHED when no claim failed, else FAILED naming the failed claims."""
+    from framework.runner import ended_on_error
     from framework.tracking import Tracker
 
     op = {"name": f"{claims.paper} claims", "paper": claims.paper, "description": "", "tracking": {"uri": None}}
     tags = {"expspec.reproduce": "true", "expspec.tier": "full" if full else "default"}
     tracker = Tracker(op, str(folder / CLAIMS_FILE), "", [], extra_tags=tags)
     run_id = tracker.start(log_params=False)
-    tracker.log_metrics({f"claim/{o.claim.name}": float(not o.failed and o.passed) for o in outcomes if o.ran})
-    tracker.client.log_text(run_id, text + "\n", "claims.md")
     failed = [o.claim.name for o in outcomes if o.failed]
+    with ended_on_error(tracker):
+        tracker.log_metrics({f"claim/{o.claim.name}": float(not o.failed and o.passed) for o in outcomes if o.ran})
+        tracker.client.log_text(run_id, text + "\n", "claims.md")
+        if failed:
+            tracker.client.set_tag(run_id, "expspec.error", "claims failed: " + ", ".join(failed))
     if failed:
-        tracker.client.set_tag(run_id, "expspec.error", "claims failed: " + ", ".join(failed))
         tracker.client.set_terminated(run_id, "FAILED")
     else:
         tracker.finish()

@@ -149,9 +149,11 @@ def _signal_after_checkpoint(runs: Path, exclude: tuple[str, ...] = (), timeout:
     """Start `exp run` in a subprocess, signal it once it has written its resume checkpoint."""
     # SIGINT back to its default in the child: under a shell's background job (`.ci/run &`) it is
     # inherited as ignored, and Python then never turns Ctrl-C into KeyboardInterrupt.
-    process = subprocess.Popen([sys.executable, "-m", "framework.cli", "run", str(TINY), *EPOCHS],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    log = runs.parent / f"signal-{int(sig)}-{time.monotonic_ns()}.log"  # what it printed, for a failure's message
+    with log.open("w") as printed:
+        process = subprocess.Popen([sys.executable, "-m", "framework.cli", "run", str(TINY), *EPOCHS],
+                                   stdout=subprocess.DEVNULL, stderr=printed, env=dict(os.environ),
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -187,12 +189,38 @@ def test_rerun_repeats_the_stored_spec(tracked: str) -> None:
     assert MlflowClient(tracked).get_run(again.run_id).data.tags["expspec.rerun_of"] == first.run_id
 
 
-def test_ctrl_c_and_sigterm_mark_the_run_killed(tracked: str, tmp_path: Path) -> None:
+def test_ctrl_c_and_sigterm_mark_the_run_killed(tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first resume checkpoint is written early in training (not 10 s after it started, when
+    # this short run may be testing or uploading already, as on a loaded CI machine), so each
+    # signal lands mid-training. Where else it may land is test_an_interrupt_after_training...
+    monkeypatch.setenv("EXPSPEC_RESUME_MIN_SECONDS", "0")
     client = MlflowClient(tracked)
     for sig in (signal.SIGINT, signal.SIGTERM):
         run_id = _signal_after_checkpoint(tmp_path / "runs", sig=sig,
                                           exclude=tuple(p.parent.name for p in (tmp_path / "runs").glob("*/*/checkpoints")))
-        assert client.get_run(run_id).info.status == "KILLED", signal.Signals(sig).name
+        ended = client.get_run(run_id)
+        printed = "\n".join(p.read_text()[-3000:] for p in tmp_path.glob(f"signal-{int(sig)}-*.log"))
+        assert ended.info.status == "KILLED", (signal.Signals(sig).name, ended.data.tags.get("expspec.error"), printed)
+
+
+@pytest.mark.parametrize("where", ["framework.runner.upload_result", "framework.runner.announce"])
+def test_an_interrupt_after_training_or_before_it_marks_the_run_killed(
+        tracked: str, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """Ctrl-C or SIGTERM (which framework.cli turns into KeyboardInterrupt) while the result is
+    uploaded after training, or while the run is announced before it: the run ends KILLED with the
+    error, never left RUNNING (CI once saw a SIGTERM that landed after the last checkpoint do so)."""
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt("terminated by signal 15")
+
+    monkeypatch.setattr(where, interrupted)
+    client = MlflowClient(tracked)
+    with pytest.raises(KeyboardInterrupt):
+        run(TINY, ["trainer.max_steps=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1",
+                   f"name=interrupted-in-{where.rsplit('.', 1)[1]}"])
+    (latest,) = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                                   f"tags.`expspec.name` = 'interrupted-in-{where.rsplit('.', 1)[1]}'")
+    assert latest.info.status == "KILLED"
+    assert latest.data.tags["expspec.error"] == "KeyboardInterrupt: terminated by signal 15"
 
 
 def test_next_run_marks_a_sigkilled_run_killed(tracked: str, tmp_path: Path) -> None:

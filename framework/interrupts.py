@@ -1,0 +1,54 @@
+"""Ctrl-C and SIGTERM in commands that train: a KeyboardInterrupt, never in the middle of a write
+to the tracking store.
+
+A signal that landed while a metric batch was being written (an sqlite `executemany` inside
+MLflow's transaction) cut the write in half: the transaction kept the database locked, so ending
+the run as KILLED waited out MLflow's 20 s busy timeout twice and failed, and the run was left
+RUNNING (seen in CI under load, then reproduced: tests/framework/test_resume.py). Inside
+`deferred()` a signal is remembered, and raised as KeyboardInterrupt when the block ends.
+
+`install()` is called by framework.cli for the commands that train. Python runs signal handlers in
+the main thread only; `deferred()` is for code on that thread (the runner and its logger).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_depth = 0  # nested deferred() blocks open on the main thread
+_pending: str | None = None  # the message of a signal that arrived inside one
+
+
+def install() -> None:
+    """SIGTERM (a scheduler, `exp sweep --fail-fast`) ends a run as Ctrl-C does, and both wait for
+    a `deferred()` block. SIGINT is left alone when it is ignored (a background job, `nohup`)."""
+    signal.signal(signal.SIGTERM, _handler)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _handler)
+
+
+def _handler(signum: int, frame: Any) -> None:
+    global _pending
+    message = "" if signum == signal.SIGINT else f"terminated by signal {signum}"
+    if _depth:
+        _pending = message if _pending is None else _pending
+        return
+    raise KeyboardInterrupt(message)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Run the block whole: Ctrl-C or SIGTERM arriving meanwhile is raised when it ends (after an
+    exception of its own, that exception goes on instead, and the signal waits for the next end)."""
+    global _depth, _pending
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+    if not _depth and _pending is not None:
+        message, _pending = _pending, None
+        raise KeyboardInterrupt(message)
