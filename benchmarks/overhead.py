@@ -44,7 +44,7 @@ import warnings
 from collections import defaultdict
 from pathlib import Path
 
-from bench_result import bench_line
+from bench_result import bench_line, cached_bytecode
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = """name: overhead-bench
@@ -253,6 +253,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3, help="interleaved repeats per variant; medians are reported")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
+    cached_bytecode()
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
     tmp = Path(tempfile.mkdtemp(prefix="expspec-overhead-"))

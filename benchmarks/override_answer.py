@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_result import bench_line
+from bench_result import bench_line, cached_bytecode
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = "from framework.cli import entry; entry()"
@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--spec", default="specs/cvm_fairness/tiny.yaml")
     args = parser.parse_args()
+    cached_bytecode()
     folder = Path(tempfile.mkdtemp(prefix="expspec-override-"))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
            "EXPSPEC_RUNS_DIR": str(folder / "runs"), "EXPSPEC_CACHE_DIR": str(folder / "cache")}

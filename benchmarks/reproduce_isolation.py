@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_result import bench_line, timed_in_fresh_store  # noqa: E402
+from bench_result import bench_line, cached_bytecode, timed_in_fresh_store  # noqa: E402
 
 
 def reproduce(paper: str, isolate: str, jobs: int) -> float:
@@ -41,6 +41,7 @@ def main() -> None:
     p.add_argument("--papers", nargs="+", default=["drift_sysid", "lie_bases"])
     p.add_argument("--jobs", type=int, default=2, help="as `exp reproduce` runs in CI")
     args = p.parse_args()
+    cached_bytecode()
     total = {"fork": 0.0, "process": 0.0}
     for paper in args.papers:
         seconds = {isolate: reproduce(paper, isolate, args.jobs) for isolate in ("fork", "process")}

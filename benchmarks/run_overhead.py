@@ -59,7 +59,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from bench_result import bench_line, timed_in_fresh_store  # noqa: E402
+from bench_result import bench_line, cached_bytecode, timed_in_fresh_store  # noqa: E402
 
 PIECES = ("packages", "git", "context_tags", "dataset", "system", "async", "weights", "result", "lookup",
           "trial_logs")
@@ -323,6 +323,7 @@ def main() -> None:
     p.add_argument("--child", choices=["trials", "reproduce"], help=argparse.SUPPRESS)
     p.add_argument("--profile-to", help=argparse.SUPPRESS)
     args = p.parse_args()
+    cached_bytecode()
     if args.child == "trials":
         print(json.dumps(trials_child(args.trials, args.rounds, args.steps, args.profile_to)))
         return

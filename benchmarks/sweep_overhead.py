@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_result import bench_line  # noqa: E402
+from bench_result import bench_line, cached_bytecode  # noqa: E402
 
 
 def one_sweep(isolate: str, trials: int, steps: int) -> dict:
@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--one", choices=("fork", "process"), help=argparse.SUPPRESS)  # a child run
     args = parser.parse_args()
+    cached_bytecode()
     if args.one:
         print(json.dumps(one_sweep(args.one, args.trials, args.steps)))
         return

@@ -30,7 +30,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from bench_result import bench_line  # noqa: E402
+from bench_result import bench_line, cached_bytecode  # noqa: E402
 from validate_speed import best_wall  # noqa: E402
 
 GOAL_SECONDS = 3.0
@@ -72,6 +72,7 @@ def main() -> None:
     p.add_argument("--trials", type=int, default=10_000, help="about this many trials (a square grid)")
     p.add_argument("--runs", type=int, default=3, help="subprocess runs per row; the best is kept")
     args = p.parse_args()
+    cached_bytecode()
     folder = Path(tempfile.mkdtemp(prefix="expspec-grid-"))
     try:
         big, small = grid_spec(folder, args.trials), grid_spec(folder, min(args.trials, 1024))
