@@ -384,9 +384,9 @@ def _open_run(unit: Unit, unit_hash: str, overrides: list[str], parent_run_id: s
 def ended_on_error(tracker: Any) -> Iterator[None]:
     """Anything raised inside, Ctrl-C and SIGTERM included (framework.cli turns SIGTERM into
     KeyboardInterrupt), ends the tracker's run FAILED or KILLED with the error, then goes on up.
-    Everything between a run's start and its `finish()` runs inside one: an interrupt that lands
-    after training, while the result is uploaded, left the run RUNNING before (seen in CI under
-    load: the signal came after the last checkpoint)."""
+    Everything between a run's start and its `finish()` runs inside one: before, an interrupt
+    that landed after training, while the result was uploaded, left the run RUNNING (found while
+    tracing a CI failure whose cause was a store write cut in half, framework/interrupts.py)."""
     try:
         yield
     except BaseException as error:

@@ -208,7 +208,7 @@ def test_an_interrupt_after_training_or_before_it_marks_the_run_killed(
         tracked: str, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     """Ctrl-C or SIGTERM (which framework.cli turns into KeyboardInterrupt) while the result is
     uploaded after training, or while the run is announced before it: the run ends KILLED with the
-    error, never left RUNNING (CI once saw a SIGTERM that landed after the last checkpoint do so)."""
+    error, never left RUNNING (as it was before: these steps ran after the runner's error handling)."""
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt("terminated by signal 15")
 
