@@ -5,7 +5,9 @@ A signal that landed while a metric batch was being written (an sqlite `executem
 MLflow's transaction) cut the write in half: the transaction kept the database locked, so ending
 the run as KILLED waited out MLflow's 20 s busy timeout twice and failed, and the run was left
 RUNNING (seen in CI under load, then reproduced: tests/framework/test_resume.py). Inside
-`deferred()` a signal is remembered, and raised as KeyboardInterrupt when the block ends.
+`deferred()` a signal is remembered, and raised as KeyboardInterrupt when the block ends. A second
+signal while one waits is raised at once: a write that hangs (a tracking server that does not
+answer, which MLflow retries for minutes) can still be stopped, as Ctrl-C pressed twice.
 
 `install()` is called by framework.cli for the commands that train. Python runs signal handlers in
 the main thread only; `deferred()` is for code on that thread (the runner and its logger).
@@ -33,16 +35,18 @@ def install() -> None:
 def _handler(signum: int, frame: Any) -> None:
     global _pending
     message = "" if signum == signal.SIGINT else f"terminated by signal {signum}"
-    if _depth:
-        _pending = message if _pending is None else _pending
+    if _depth and _pending is None:
+        _pending = message
         return
+    _pending = None  # raised now: the block's end has nothing left to raise
     raise KeyboardInterrupt(message)
 
 
 @contextmanager
 def deferred() -> Iterator[None]:
     """Run the block whole: Ctrl-C or SIGTERM arriving meanwhile is raised when it ends (after an
-    exception of its own, that exception goes on instead, and the signal waits for the next end)."""
+    exception of its own, that exception goes on instead, and the signal waits for the next end);
+    a second signal meanwhile is raised at once."""
     global _depth, _pending
     _depth += 1
     try:

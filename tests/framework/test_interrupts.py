@@ -48,6 +48,21 @@ def test_a_signal_inside_a_block_waits_for_its_end(installed: None, sig: int) ->
         pass
 
 
+def test_a_second_signal_inside_a_block_interrupts_at_once(installed: None) -> None:
+    """Ctrl-C pressed twice (or SIGTERM after it) stops a block that hangs, e.g. a store write to
+    a tracking server that does not answer."""
+    done = []
+    with pytest.raises(KeyboardInterrupt, match="terminated by signal"):
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("first waited")
+            os.kill(os.getpid(), signal.SIGTERM)
+            done.append("never")
+    assert done == ["first waited"]
+    with interrupts.deferred():  # the first is not raised again later
+        pass
+
+
 def test_an_ignored_sigint_stays_ignored() -> None:
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -74,7 +89,6 @@ def test_a_metric_write_is_never_cut_in_half(installed: None, monkeypatch: pytes
 
     logger = RunLogger.__new__(RunLogger)
     logger._pending, logger._in_flight, logger.flush_seconds, logger.asynchronous = ["m1", "m2"], [], 0.0, False
-    logger._run_id = "run"
     monkeypatch.setattr(RunLogger, "experiment", property(lambda self: Experiment()))
     monkeypatch.setattr(RunLogger, "run_id", property(lambda self: "run"))
     with pytest.raises(KeyboardInterrupt, match="terminated by signal"):
