@@ -195,7 +195,7 @@ def test_a_forked_share_that_fails_or_dies_is_an_error_not_a_missing_result(
     files = [tmp_path / f"s{i}.yaml" for i in range(4)]
     parent = os.getpid()
 
-    def share(part: list[Path], store: object = None) -> list[None]:
+    def share(part: list[Path], store: object, schemas: object) -> list[None]:
         if os.getpid() != parent:
             if failure == "raise":
                 raise ValueError("a bug in a check")

@@ -29,7 +29,7 @@ def validate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]
 
 
 def no_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(files: list, store: object = None) -> list:
+    def refuse(files: list, store: object, schemas: object) -> list:
         raise AssertionError(f"checked again: {files}")
     monkeypatch.setattr(cli, "_check_share", refuse)
 
