@@ -10,12 +10,18 @@ signal while one waits is raised at once: a write that hangs (a tracking server 
 answer, which MLflow retries for minutes) can still be stopped, as Ctrl-C pressed twice.
 
 `install()` is called by framework.cli for the commands that train. Python runs signal handlers in
-the main thread only; `deferred()` is for code on that thread (the runner and its logger).
+the main thread only, so `deferred()` holds signals for code on that thread (the runner and its
+logger); on another thread (the system-metrics sampler) it does nothing. `WholeCalls` runs every
+method call of an object inside `deferred()`: framework.tracking.client() wraps the MLflow client
+in it, so no store write of a run's start or end (creating the run, its parameters and tags, the
+result's upload, its status) can be cut in half either, not only the metric batches.
 """
 
 from __future__ import annotations
 
+import functools
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -48,6 +54,9 @@ def deferred() -> Iterator[None]:
     exception of its own, that exception goes on instead, and the signal waits for the next end);
     a second signal meanwhile is raised at once."""
     global _depth, _pending
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only: a block here cannot hold them (module docstring)
+        return
     _depth += 1
     try:
         yield
@@ -56,3 +65,26 @@ def deferred() -> Iterator[None]:
     if not _depth and _pending is not None:
         message, _pending = _pending, None
         raise KeyboardInterrupt(message)
+
+
+class WholeCalls:
+    """`target` with each of its method calls run whole, inside `deferred()`; anything else it has
+    (attributes, properties) read as they are. A call that hangs is stopped by a second signal."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._target, name)
+        if not callable(found):
+            return found
+
+        @functools.wraps(found)
+        def whole(*args: Any, **kwargs: Any) -> Any:
+            with deferred():
+                return found(*args, **kwargs)
+
+        return whole
+
+    def __repr__(self) -> str:
+        return f"WholeCalls({self._target!r})"

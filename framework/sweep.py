@@ -157,20 +157,23 @@ def link_run(client: Any, original: Any, parent: str, name: str) -> str:
     histories and tags, tagged `expspec.linked_from`; its id."""
     from mlflow.entities import Metric, Param, RunTag
 
+    from framework.interrupts import deferred
+
     tags = {k: v for k, v in original.data.tags.items() if k not in _NOT_COPIED}
     tags.update({PARENT_TAG: parent, LINK_TAG: original.info.run_id})
-    run = client.create_run(original.info.experiment_id, run_name=name, tags=tags,
-                            start_time=original.info.start_time)
-    run_id = run.info.run_id
-    params = [Param(k, v) for k, v in original.data.params.items()]
-    for start in range(0, len(params), 100):
-        client.log_batch(run_id, params=params[start : start + 100])
-    history = [Metric(m.key, m.value, m.timestamp, m.step) for key in original.data.metrics
-               for m in client.get_metric_history(original.info.run_id, key)]
-    for start in range(0, len(history), 1000):
-        client.log_batch(run_id, metrics=history[start : start + 1000])
-    client.set_tag(run_id, "mlflow.note.content", f"linked from run {original.info.run_id} (same spec hash)")
-    client.set_terminated(run_id, "FINISHED", end_time=original.info.end_time)
+    with deferred():  # linked whole: Ctrl-C meanwhile waits, never leaving a half copy RUNNING
+        run = client.create_run(original.info.experiment_id, run_name=name, tags=tags,
+                                start_time=original.info.start_time)
+        run_id = run.info.run_id
+        params = [Param(k, v) for k, v in original.data.params.items()]
+        for start in range(0, len(params), 100):
+            client.log_batch(run_id, params=params[start : start + 100])
+        history = [Metric(m.key, m.value, m.timestamp, m.step) for key in original.data.metrics
+                   for m in client.get_metric_history(original.info.run_id, key)]
+        for start in range(0, len(history), 1000):
+            client.log_batch(run_id, metrics=history[start : start + 1000])
+        client.set_tag(run_id, "mlflow.note.content", f"linked from run {original.info.run_id} (same spec hash)")
+        client.set_terminated(run_id, "FINISHED", end_time=original.info.end_time)
     return run_id
 
 

@@ -44,17 +44,20 @@ def tracking_uri(uri: str | None = None) -> str:
 
 
 def client(uri: str | None = None) -> MlflowClient:
-    """An MLflow client of the store `tracking_uri(uri)` names, the store created and migrated."""
+    """An MLflow client of the store `tracking_uri(uri)` names, the store created and migrated.
+    Each of its calls runs whole: Ctrl-C or SIGTERM waits for it to end (framework/interrupts.py)."""
     import logging
 
     from mlflow.tracking import MlflowClient
+
+    from framework.interrupts import WholeCalls
 
     # MLflow's INFO lines (creating and migrating a store's tables) would bury `exp`'s own; its
     # warnings still show. Set after the import, which configures MLflow's loggers.
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     resolved = tracking_uri(uri)
     prepare_store(resolved)
-    return MlflowClient(tracking_uri=resolved)
+    return WholeCalls(MlflowClient(tracking_uri=resolved))  # type: ignore[return-value]  (its calls, whole)
 
 
 _PREPARED: set[str] = set()
@@ -256,11 +259,15 @@ class Tracker:
     def attach(self, run_id: str) -> str:
         """Continue an existing run (resume): it is RUNNING again, in this process, until `finish`."""
         self.run_id = run_id
-        self.client.update_run(run_id, status="RUNNING")
-        self.client.set_tag(run_id, "expspec.resumed", "true")
-        for key, value in process_tags().items():
-            self.client.set_tag(run_id, key, value)
-        self.already_logged = self.logged_steps()
+        try:  # RUNNING again from the first call: an error or Ctrl-C from there on ends it again
+            self.client.update_run(run_id, status="RUNNING")
+            self.client.set_tag(run_id, "expspec.resumed", "true")
+            for key, value in process_tags().items():
+                self.client.set_tag(run_id, key, value)
+            self.already_logged = self.logged_steps()
+        except BaseException as error:
+            self.finish(error)
+            raise
         return run_id
 
     def logged_steps(self) -> dict[tuple[str, int], int]:
@@ -295,6 +302,8 @@ class Tracker:
     def start(self, log_params: bool = True) -> str:
         from mlflow.entities import Param
 
+        from framework.interrupts import deferred
+
         op = self.operative
         experiment = experiment_id(self.client, op["paper"])
         describe_experiment(self.client, experiment, self.spec_path)
@@ -324,9 +333,9 @@ class Tracker:
             tags["mlflow.source.git.commit"], dirty = state
             tags["expspec.git_dirty"] = str(dirty).lower()
         self.reap_orphans(experiment)
-        run = self.client.create_run(experiment, run_name=run_name, tags=tags)
-        self.run_id = run.info.run_id
-        try:  # the run exists from here on: an error or Ctrl-C while it is filled in still ends it
+        try:  # the run exists once created: an error or Ctrl-C while it is filled in still ends it
+            with deferred():  # a signal during create_run is raised here, once run_id is known
+                self.run_id = self.client.create_run(experiment, run_name=run_name, tags=tags).info.run_id
             params = [Param(k, v[:_MAX_PARAM]) for k, v in run_params(op).items()] if log_params else []
             for start in range(0, len(params), 100):
                 self.client.log_batch(self.run_id, params=params[start : start + 100])

@@ -52,6 +52,11 @@ def test_reused_trials_are_linked_into_a_new_sweep_and_temp_folders_removed(
         tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A wider grid is a new sweep (a new parent): the trials an earlier sweep finished are
     linked into it, so its parent holds every grid point."""
+    import multiprocessing.util
+
+    # multiprocessing's own folder (the warm workers' forkserver socket) lives as long as this
+    # process: made now, outside tmp/, as an earlier test in the same process would have made it.
+    multiprocessing.util.get_temp_dir()
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     (tmp_path / "a").mkdir()
