@@ -155,7 +155,7 @@ def link_skipped(client: Any, parent: str, outcomes: dict[int, "TrialOutcome"], 
 def link_run(client: Any, original: Any, parent: str, name: str) -> str:
     """A FINISHED child run of `parent` named `name`, holding `original`'s params, metric
     histories and tags, tagged `expspec.linked_from`; its id."""
-    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.entities import Metric, Param
 
     from framework.interrupts import deferred
 

@@ -34,7 +34,7 @@ import math
 import pathlib
 import re
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Any, Callable, Protocol
 
 import yaml
@@ -145,21 +145,17 @@ def _nan_fails(keyword: str) -> Callable[..., Any]:
     return nan_fails
 
 
-_ARGUMENT_VALIDATOR: list[Any] = []
-
-
+@cache
 def argument_validator_class() -> Any:
     """How component arguments are checked: JSON Schema 2020-12 with the two rules above. Built on
     first use: jsonschema is imported only when `plainly_valid` cannot vouch for a value."""
-    if not _ARGUMENT_VALIDATOR:
-        import jsonschema
+    import jsonschema
 
-        _ARGUMENT_VALIDATOR.append(jsonschema.validators.extend(
-            jsonschema.Draft202012Validator,
-            validators={k: _nan_fails(k) for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")},
-            type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
-        ))
-    return _ARGUMENT_VALIDATOR[0]
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        validators={k: _nan_fails(k) for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")},
+        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
+    )
 
 
 # plainly_valid: a quick, one-sided check of the keywords that argument schemas use. It only ever
