@@ -55,9 +55,10 @@ import math
 import os
 import re
 import stat
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -419,10 +420,55 @@ def parse_yaml(text: str, source: str) -> Loaded:
 
 def _unreadable(path: FsPath) -> str | None:
     """Why `path` cannot be read as a spec file, or None when it is a regular file."""
-    reason = _why_unreadable(path)
+    reason = _read(path)[0] if _SNAPSHOT is not None else _why_unreadable(path)
     if reason is not None:
         validate_cache.note_read(path, None)  # a stored validation depends on its absence too
     return reason
+
+
+# The files read so far by a command that reads each file once (`reading_once`), by absolute
+# path: (why it cannot be read or None, its bytes or None).
+_SNAPSHOT: dict[str, tuple[str | None, bytes | None]] | None = None
+
+
+@contextmanager
+def reading_once() -> Iterator[None]:
+    """Within this block, each spec file is read from disk once; every later load of it takes the
+    bytes read then, so the command checks one snapshot of the files. `exp validate` loads a spec
+    for its own check, for its sweep's trials, for each claims file that reads it and for each
+    spec that extends it: 1,170 reads of 315 files for half of issue 13's 10x specs, each a
+    stat, an open and a read (~75 us here). Nested blocks share the outer one's snapshot."""
+    global _SNAPSHOT
+    outer = _SNAPSHOT
+    if outer is None:
+        _SNAPSHOT = {}
+    try:
+        yield
+    finally:
+        _SNAPSHOT = outer
+
+
+def _read(path: FsPath) -> tuple[str | None, bytes | None]:
+    """(why `path` cannot be read as a spec file, None) or (None, its bytes): at most
+    MAX_FILE_BYTES + 1 of them, so that a larger file is known to be one."""
+    snapshot, key = _SNAPSHOT, os.path.abspath(path)
+    if snapshot is not None and key in snapshot:
+        return snapshot[key]
+    reason, data = _why_unreadable(path), None
+    if reason is None:
+        try:
+            with open(path, "rb") as file:
+                # Read what the file holds, not MAX_FILE_BYTES: `read(n)` allocates n bytes first
+                # (1 MiB: 3x the cost of reading a spec). A file grown since `fstat` is read on.
+                expected = min(os.fstat(file.fileno()).st_size, MAX_FILE_BYTES) + 1
+                data = file.read(expected)
+                if len(data) == expected <= MAX_FILE_BYTES:
+                    data += file.read(MAX_FILE_BYTES + 1 - len(data))
+        except OSError as error:
+            reason, data = f"cannot read the file: {(error.strerror or str(error)).lower()}", None
+    if snapshot is not None:
+        snapshot[key] = (reason, data)
+    return reason, data
 
 
 def _why_unreadable(path: FsPath) -> str | None:
@@ -443,20 +489,9 @@ def _why_unreadable(path: FsPath) -> str | None:
 
 def read_text(path: FsPath, source: str) -> str:
     """The text of a spec file (module docstring: a regular UTF-8 file, at most MAX_FILE_BYTES)."""
-    reason = _unreadable(path)
-    if reason is None:
-        try:
-            with open(path, "rb") as file:
-                # Read what the file holds, not MAX_FILE_BYTES: `read(n)` allocates n bytes first
-                # (1 MiB: 3x the cost of reading a spec). A file grown since `fstat` is read on.
-                expected = min(os.fstat(file.fileno()).st_size, MAX_FILE_BYTES) + 1
-                data = file.read(expected)
-                if len(data) == expected <= MAX_FILE_BYTES:
-                    data += file.read(MAX_FILE_BYTES + 1 - len(data))
-        except OSError as error:
-            reason = f"cannot read the file: {(error.strerror or str(error)).lower()}"
-    validate_cache.note_read(path, None if reason else data)  # what a stored validation depends on
-    if reason:
+    reason, data = _read(path)
+    validate_cache.note_read(path, data)  # what a stored validation depends on (None: unreadable)
+    if reason or data is None:
         raise SpecError([Problem(Mark(source), (), reason)])
     if len(data) > MAX_FILE_BYTES:
         raise SpecError([Problem(Mark(source), (), f"file is larger than {MAX_FILE_BYTES} bytes: a spec "

@@ -285,13 +285,17 @@ class SweepChecker:
     """
 
     def __init__(self, spec_path: str | FsPath, overrides: list[str], schemas: Schemas,
-                 cache: ValidationCache | None = None) -> None:
+                 cache: ValidationCache | None = None, with_sweep: Loaded | None = None) -> None:
+        """`with_sweep`: the spec as `load_spec(spec_path, overrides)` gives it, when the caller
+        has it (`exp validate` has just checked it), so that it is not resolved again; it is read,
+        never changed."""
         self.spec_path, self.overrides, self.schemas = spec_path, list(overrides), schemas
         self.cache = cache or ValidationCache()
         loaded = load_file(spec_path)
         apply_overrides(loaded, self.overrides)
-        with_sweep = _copy(loaded)
-        resolve_references(with_sweep)
+        if with_sweep is None:
+            with_sweep = _copy(loaded)
+            resolve_references(with_sweep)
         self.trials = expand_sweep(with_sweep)
         self.sweep = _parsed_sweep(with_sweep) if self.trials else None
         apply_overrides(loaded, ["sweep=null"])

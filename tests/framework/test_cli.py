@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -169,8 +170,10 @@ def test_validate_in_forked_shares_reports_what_one_process_does(tmp_path: Path,
     broken = tmp_path / "lie_bases" / "broken.yaml"
     broken.write_text("extends: tiny_pca.yaml\noptimizer:\n  type: adamw\n  lrr: 0.1\n")
     files = cli.spec_files([str(tmp_path)])
+    collection = gc.get_threshold(), gc.get_freeze_count()
     one = [None if e is None else str(e) for e in cli.check_files(files)]
     assert [i for i, e in enumerate(one) if e] == [files.index(broken)] and "lrr" in one[files.index(broken)]
+    assert (gc.get_threshold(), gc.get_freeze_count()) == collection, "garbage collection is put back as it was"
     monkeypatch.setattr(cli, "PARALLEL_FILES", 2)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     forks: list[int] = []

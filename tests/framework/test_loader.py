@@ -391,6 +391,42 @@ def test_a_merged_chain_is_reused_while_every_file_of_it_reads_the_same(tmp_path
         load_file(tmp_path / "spec.yaml")
 
 
+def test_reading_once_reads_each_file_from_disk_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within `reading_once()` (one `exp validate`), a file is opened once however often specs are
+    loaded: the command sees the files as first read, a missing one stays missing, and each load
+    still notes its files for the validation cache. After the block, files are read afresh."""
+    import builtins
+
+    import framework.loader as loader
+    from framework import validate_cache
+
+    opened: list[str] = []
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda file, *a, **k: opened.append(Path(file).name) or real_open(file, *a, **k))
+    _files(tmp_path, {"base.yaml": "name: b\nmodel: {type: mlp, hidden: [4]}\n",
+                      "a.yaml": "extends: base.yaml\nseed: 1\n", "b.yaml": "extends: base.yaml\nseed: 2\n"})
+    with loader.reading_once():
+        for _ in range(3):
+            load_file(tmp_path / "a.yaml")
+            load_spec(tmp_path / "b.yaml")
+        assert sorted(opened) == ["a.yaml", "b.yaml", "base.yaml"]
+        (tmp_path / "base.yaml").write_text("name: c\nmodel: {type: mlp, hidden: [5]}\n")
+        (tmp_path / "c.yaml").write_text("extends: gone.yaml\n")
+        validate_cache.start_recording()
+        assert load_file(tmp_path / "a.yaml").data["model"]["hidden"] == [4], "the snapshot of the first read"
+        assert {Path(p).name for p in validate_cache.stop_recording()} == {"a.yaml", "base.yaml"}
+        for _ in range(2):
+            with pytest.raises(SpecError, match="base spec 'gone.yaml' not found"):
+                load_file(tmp_path / "c.yaml")
+        (tmp_path / "gone.yaml").write_text("seed: 3\n")
+        with pytest.raises(SpecError, match="base spec 'gone.yaml' not found"):
+            load_file(tmp_path / "c.yaml")
+    assert opened.count("c.yaml") == 1 and "gone.yaml" not in opened
+    assert load_file(tmp_path / "a.yaml").data["model"]["hidden"] == [5], "read afresh after the block"
+    assert load_file(tmp_path / "c.yaml").data == {"seed": 3}
+    assert loader._SNAPSHOT is None
+
+
 def test_the_refused_characters_are_all_but_yaml_printable_ones() -> None:
     """The loader's class of refused characters is the complement of YAML 1.1's printable set,
     on every code point."""

@@ -13,6 +13,7 @@ from framework.errors import SpecError
 from framework.loader import load_spec, parse_yaml
 from framework.plan import SweepChecker, expand_sweep, validate_plan
 from framework.schema import CommittedSchemas
+from framework.validate import ValidationCache
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -159,10 +160,16 @@ def test_checker_units_equal_loading_each_trial(tmp_path: Path, spec: str, sweep
     schemas = CommittedSchemas()
     checker = SweepChecker(path, ["seed=2"], schemas)
     assert checker.trials
+    # As `exp validate` builds it: handed the spec it has just loaded and validated, with its sweep.
+    with_sweep = load_spec(path, ["seed=2"])
+    validate_plan(with_sweep, schemas, ValidationCache())
+    given = SweepChecker(path, ["seed=2"], schemas, ValidationCache(), with_sweep)
+    assert [t.overrides for t in given.trials] == [t.overrides for t in checker.trials]
     for trial in checker.trials:
         expected = [u.operative for u in validate_plan(load_spec(path, ["seed=2", *trial.overrides]), schemas)]
         assert [u.operative for u in checker.units(trial)] == expected, trial.name
         assert [json.dumps(u.operative) for u in checker.units(trial)] == [json.dumps(o) for o in expected]
+        assert [json.dumps(u.operative) for u in given.units(trial)] == [json.dumps(o) for o in expected]
 
 
 def test_checker_locates_a_trial_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
