@@ -349,3 +349,29 @@ def test_the_console_script_ends_validate_at_once_with_every_line_and_result_kep
     assert done.stdout == f"ok  {good}\n"
     assert "adam has no argument 'lrr'" in done.stderr and done.stderr.endswith("1 of 2 spec(s) valid\n")
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 2
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "specs/lotts/tiny.yaml", "seed=1"], ["--traceback", "sweep", "s.yaml", "--jobs", "2", "--isolate", "process"],
+    ["reproduce", "specs/lotts", "--full"], ["resume", "abc"], ["rerun", "abc", "--tracking-uri", "sqlite:///x.db"],
+    ["compare", "lotts", "--format", "csv", "--status", "all"], ["ui", "--port", "5001"],
+    ["validate", "-q", "--format", "json", "specs"], ["show", "s.yaml", "--sources"], ["list", "models"],
+    ["explain", "models.mlp"], ["schema", "--check"],
+])
+def test_the_parser_built_for_the_named_command_reads_its_arguments_as_the_full_one(argv: list[str]) -> None:
+    """`exp CMD ...` builds only CMD's group of sub-commands (argparse asks gettext for every word
+    of every parser it builds): the arguments read the same as with every sub-command added."""
+    import framework.cli as cli
+
+    only = cli.parser(argv)
+    assert len(only._subparsers._group_actions[0].choices) < len(cli.COMMANDS)  # type: ignore[union-attr]
+    assert vars(only.parse_args(argv)) == vars(cli.parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", [[], ["-h"], ["--traceback"], ["validat", "specs"], ["--traceback", "--help"],
+                                  ["-h", "validate"]])
+def test_a_command_line_naming_no_command_first_gets_every_command(argv: list[str]) -> None:
+    """Help, a typo and a missing command list every sub-command, as they did before."""
+    import framework.cli as cli
+
+    assert list(cli.parser(argv)._subparsers._group_actions[0].choices) == list(cli.COMMANDS)  # type: ignore[union-attr]
