@@ -81,9 +81,11 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> list[U
 
 
 def unit_hashes(units: list[Unit], spec_path: str | Path,
-                upstream_hash: Callable[[Path, list[str]], str] | None = None) -> list[str]:
+                upstream_hash: Callable[[Path, list[str]], str] | None = None,
+                texts: dict[Any, Any] | None = None) -> list[str]:
     """Each unit's hash; a unit that loads earlier weights includes their hash (see spec_hash).
-    `upstream_hash(spec, overrides)` hashes an `init: {spec}` upstream (default: prepared live)."""
+    `upstream_hash(spec, overrides)` hashes an `init: {spec}` upstream (default: prepared live).
+    `texts`: see spec_hash (a sweep's planning passes one for all its trials)."""
     upstream_hash = upstream_hash or (lambda other, overrides: plan_hash(prepare(other, overrides), other))
     hashes: dict[str | None, str] = {}
     out = []
@@ -97,14 +99,15 @@ def unit_hashes(units: list[Unit], spec_path: str | Path,
             upstream = upstream_hash(other, init["overrides"])
         elif init.get("checkpoint"):
             upstream = f"file:{Path(init['checkpoint']).resolve()}"
-        hashes[unit.stage] = spec_hash(unit.operative, upstream)
+        hashes[unit.stage] = spec_hash(unit.operative, upstream, texts)
         out.append(hashes[unit.stage])
     return out
 
 
 def plan_hash(units: list[Unit], spec_path: str | Path,
-              upstream_hash: Callable[[Path, list[str]], str] | None = None) -> str:
-    hashes = unit_hashes(units, spec_path, upstream_hash)
+              upstream_hash: Callable[[Path, list[str]], str] | None = None,
+              texts: dict[Any, Any] | None = None) -> str:
+    hashes = unit_hashes(units, spec_path, upstream_hash, texts)
     if len(hashes) == 1:
         return hashes[0]
     import hashlib

@@ -96,6 +96,9 @@ class SweepPlan:
             mark = checker.unresolved.value_mark(())
             raise SpecError([Problem(mark, ("sweep",), "this spec has no 'sweep:' section; use `exp run`")])
         self.upstreams: dict[tuple[Path, tuple[str, ...]], str] = {}
+        # The section texts the trials' hashes share (framework.spec.spec_hash): the checker's
+        # operative specs share their unchanged sections, which nothing changes.
+        self.texts: dict[Any, Any] = {}
         self.hashes: list[str] = []
         problems = checker.check(lambda units: self.hashes.append(self.units_hash(units)))
         if problems:
@@ -107,7 +110,7 @@ class SweepPlan:
         """The hash of a trial's units (of spec `path`, default the sweep's)."""
         from framework.runner import plan_hash
 
-        return plan_hash(units, path or self.spec_path, self.upstream_hash)
+        return plan_hash(units, path or self.spec_path, self.upstream_hash, self.texts)
 
     def upstream_hash(self, other: Path, init_overrides: list[str]) -> str:
         """An `init: {spec}` upstream's hash, computed once per (spec, overrides)."""

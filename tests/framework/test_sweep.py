@@ -215,3 +215,42 @@ def test_planned_hashes_are_the_hashes_each_trial_run_computes(spec: Path) -> No
     assert len(SWEEP_SPECS) >= 10 and trials
     assert hashes == [plan_hash(prepare(spec, trial.overrides), spec) for trial in trials]
     assert base == prepare(spec, ["sweep=null"])[0].operative
+
+
+def test_spec_hash_is_the_sha256_of_the_sorted_json_with_or_without_shared_texts() -> None:
+    """The run identity stored runs are found by: `spec_hash` writes the text section by section
+    (reusing, with `texts`, sections written before), and it must stay the hash of
+    `json.dumps(content, sort_keys=True)` as it always was, for every landed spec's units and each
+    sweep trial (sharing section objects with its base), an upstream hash included."""
+    import hashlib
+    import json
+
+    from framework.loader import load_spec
+    from framework.plan import SweepChecker, validate_plan
+    from framework.schema import CommittedSchemas
+    from framework.spec import spec_hash
+
+    def reference(operative: dict[str, Any], upstream: str | None = None) -> str:
+        content = {k: v for k, v in operative.items() if k not in ("tracking", "name", "description", "sweep")}
+        if "hardware" in content:
+            content["hardware"] = {k: v for k, v in content["hardware"].items() if k != "threads"}
+        if upstream:
+            content["init"] = upstream
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
+
+    schemas, texts = CommittedSchemas(), {}
+    operatives = []
+    for path in sorted((ROOT / "specs").rglob("*.yaml")):
+        if path.name == "claims.yaml" or path.name.startswith("_"):
+            continue
+        operatives += [u.operative for u in validate_plan(load_spec(path), schemas)]
+    for path in SWEEP_SPECS[:4]:
+        checker = SweepChecker(path, [], schemas)
+        operatives += [u.operative for trial in checker.trials[:6] for u in checker.units(trial)]
+    assert len(operatives) > 250
+    for operative in operatives + operatives:  # the second time, every section's text is reused
+        for upstream in (None, "0123456789abcdef"):
+            expected = reference(operative, upstream)
+            assert spec_hash(operative, upstream) == expected
+            assert spec_hash(operative, upstream, texts) == expected
+    assert len({key for key, _ in texts}) > 10 and len(texts) < len(operatives) * 10
