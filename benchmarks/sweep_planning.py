@@ -2,7 +2,9 @@
 
 A grid over tiny cvm_fairness (`optimizer.lr` x `loss.terms.cvm.weight`, side x side trials):
 
-  validate   `exp validate -q GRID` in a fresh subprocess (imports included), best of --runs.
+  validate   `exp validate -q --no-cache GRID` in a fresh subprocess (imports included), best of
+             --runs: every trial checked (with the result cache, every run after the first would
+             reuse the stored result and check nothing).
   plan       framework.sweep.plan_trials(GRID) in a fresh subprocess: everything `exp sweep`
              does before the first trial starts (trials, their hashes, the base spec).
   one pass   in this process, the same schemas: framework.plan.SweepChecker over a grid of
@@ -79,7 +81,7 @@ def main() -> None:
         exp = shutil.which("exp")
         cli = [exp] if exp else [sys.executable, "-m", "framework.cli"]
         plan = f"from framework.sweep import plan_trials; print(len(plan_trials({str(big)!r}, [])[0]))"
-        t_validate, done = best_wall([*cli, "validate", "-q", str(big)], args.runs)
+        t_validate, done = best_wall([*cli, "validate", "-q", "--no-cache", str(big)], args.runs)
         t_plan, planned = best_wall([sys.executable, "-c", plan], args.runs)
         if done.returncode or planned.returncode:
             sys.exit(f"grid failed:\n{done.stderr[-2000:]}{planned.stderr[-2000:]}")
