@@ -451,7 +451,8 @@ def reading_once() -> Iterator[None]:
 def _read(path: FsPath) -> tuple[str | None, bytes | None]:
     """(why `path` cannot be read as a spec file, None) or (None, its bytes): at most
     MAX_FILE_BYTES + 1 of them, so that a larger file is known to be one."""
-    snapshot, key = _SNAPSHOT, os.path.abspath(path)
+    snapshot = _SNAPSHOT
+    key = os.path.abspath(path) if snapshot is not None else ""
     if snapshot is not None and key in snapshot:
         return snapshot[key]
     reason, data = _why_unreadable(path), None
