@@ -104,12 +104,15 @@ def experiment_id(mlflow_client: MlflowClient, name: str) -> str:
 
 
 def process_tags() -> dict[str, str]:
-    """Where this run lives: host and process id (for `Tracker.reap_orphans`), and the torch
-    intra-op thread count the process uses once the run set it (when torch is imported)."""
+    """Where this run lives: host and process id (for `Tracker.reap_orphans`), and, when torch is
+    imported, the intra-op thread count the run set and the vector instructions its CPU kernels
+    use (`expspec.cpu_capability`: AVX2 under framework.CPU_NUMERICS; two runs' CPU numbers are
+    comparable to the last bit only when it is the same)."""
     tags = {"expspec.host": socket.gethostname(), "expspec.pid": str(os.getpid())}
     torch = sys.modules.get("torch")
     if torch is not None:
         tags["expspec.torch_threads"] = str(torch.get_num_threads())
+        tags["expspec.cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     return tags
 
 

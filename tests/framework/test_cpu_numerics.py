@@ -1,0 +1,63 @@
+"""framework.CPU_NUMERICS: importing framework pins torch's CPU kernels to AVX2, so a tiny CPU
+experiment prints the same numbers on AVX2 and AVX-512 machines (the README claim tables)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from framework import CPU_NUMERICS
+
+ROOT = Path(__file__).resolve().parents[2]
+FLAGS = set(Path("/proc/cpuinfo").read_text().split()) if Path("/proc/cpuinfo").is_file() else set()
+X86_AVX2 = platform.machine() in ("x86_64", "AMD64") and "avx2" in FLAGS
+
+# The numbers a run computes, as bits: softmax (ATen's vectorized kernel) and conv1d (oneDNN), the
+# two kinds of kernel that differed between an AVX2 and an AVX-512 machine's claim checks.
+PROBE = """
+import hashlib, json, os, sys
+if sys.argv[1] == "framework":
+    import framework
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+x = torch.randn(257, 513)
+bits = [x.softmax(1), torch.nn.functional.conv1d(x[None], torch.randn(7, 257, 5)), x @ x.T]
+print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(),
+                  "env": {k: os.environ.get(k) for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")},
+                  "bits": [hashlib.sha256(t.numpy().tobytes()).hexdigest() for t in bits]}))
+"""
+
+
+def _probe(importing: str, **env: str) -> dict:
+    clean = {k: v for k, v in os.environ.items() if k not in CPU_NUMERICS and k != "EXPSPEC_CPU_NUMERICS"}
+    done = subprocess.run([sys.executable, "-c", PROBE, importing], env={**clean, **env}, cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_importing_framework_pins_the_kernels_to_avx2() -> None:
+    pinned = _probe("framework")
+    assert pinned["env"] == CPU_NUMERICS
+    if X86_AVX2:
+        assert pinned["capability"] == "AVX2"
+
+
+def test_the_users_own_setting_and_native_are_kept() -> None:
+    assert _probe("framework", ATEN_CPU_CAPABILITY="default")["capability"] == "DEFAULT"
+    native = _probe("framework", EXPSPEC_CPU_NUMERICS="native")
+    assert native["env"] == {name: None for name in CPU_NUMERICS}
+    assert native == _probe("torch only")  # exactly what torch does on its own
+
+
+@pytest.mark.skipif("avx512f" not in FLAGS, reason="needs an AVX-512 machine, where native kernels differ from AVX2")
+def test_on_an_avx512_machine_the_pins_change_the_numbers() -> None:
+    pinned, native = _probe("framework"), _probe("framework", EXPSPEC_CPU_NUMERICS="native")
+    assert native["capability"] == "AVX512"
+    assert pinned["bits"] != native["bits"]  # what the pins are for: the AVX-512 kernels add in another order
