@@ -49,6 +49,15 @@ def test_importing_framework_pins_the_kernels_to_avx2() -> None:
         assert pinned["capability"] == "AVX2"
 
 
+def test_the_test_process_computes_with_the_pinned_kernels() -> None:
+    # tests/conftest.py imports framework first; the claim checks run in this process.
+    import torch
+
+    assert {name: os.environ.get(name) for name in CPU_NUMERICS} == CPU_NUMERICS
+    if X86_AVX2:
+        assert torch.backends.cpu.get_cpu_capability() == "AVX2"
+
+
 def test_the_users_own_setting_and_native_are_kept() -> None:
     assert _probe("framework", ATEN_CPU_CAPABILITY="default")["capability"] == "DEFAULT"
     native = _probe("framework", EXPSPEC_CPU_NUMERICS="native")
