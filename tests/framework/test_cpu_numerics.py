@@ -3,6 +3,7 @@ experiment prints the same numbers on AVX2 and AVX-512 machines (the README clai
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -30,14 +31,15 @@ torch.set_num_threads(1)
 x = torch.randn(257, 513)
 bits = [x.softmax(1), torch.nn.functional.conv1d(x[None], torch.randn(7, 257, 5)), x @ x.T]
 print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(),
-                  "env": {k: os.environ.get(k) for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")},
+                  "env": {k: os.environ.get(k) for k in sys.argv[2:]},
                   "bits": [hashlib.sha256(t.numpy().tobytes()).hexdigest() for t in bits]}))
 """
 
 
+@functools.cache  # each probe is a fresh interpreter importing torch (~1 s): run each kind once
 def _probe(importing: str, **env: str) -> dict:
     clean = {k: v for k, v in os.environ.items() if k not in CPU_NUMERICS and k != "EXPSPEC_CPU_NUMERICS"}
-    done = subprocess.run([sys.executable, "-c", PROBE, importing], env={**clean, **env}, cwd=ROOT,
+    done = subprocess.run([sys.executable, "-c", PROBE, importing, *CPU_NUMERICS], env={**clean, **env}, cwd=ROOT,
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
