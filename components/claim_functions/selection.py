@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from framework.claims.evidence import best_setting
+
 
 def spread(xs: list[float]) -> float:
     """Largest minus smallest value of a non-empty list (0 for one value)."""
@@ -31,15 +33,19 @@ def value_at(values: list[float], params: list[Any], setting: float | int | str 
 
 
 def argmax_param(values: list[float], params: list[Any]) -> Any:
-    """The param of the largest value (the first of equal ones): e.g. a method's best learning rate."""
+    """The param of the largest value, e.g. a method's best learning rate: a number when it is an
+    interior point of the swept grid; at the grid's first or last point a range open beyond it
+    (the optimum may lie outside the grid), over tied settings their span: comparisons with such
+    a range are inconclusive unless they hold for all of it (framework.claims.evidence)."""
     _same_length("argmax_param", values, params)
-    return params[max(range(len(values)), key=lambda i: values[i])]
+    return best_setting(values, params, largest=True)
 
 
 def argmin_param(values: list[float], params: list[Any]) -> Any:
-    """The param of the smallest value (the first of equal ones): e.g. the lowest-loss setting."""
+    """The param of the smallest value, e.g. the lowest-loss setting; at the grid's edge or on a
+    tie a range, as for argmax_param."""
     _same_length("argmin_param", values, params)
-    return params[min(range(len(values)), key=lambda i: values[i])]
+    return best_setting(values, params, largest=False)
 
 
 def _same_length(name: str, values: list[Any], params: list[Any]) -> None:

@@ -20,6 +20,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from framework.claims.evidence import (
+    DEFAULT_LEVEL, Interval, Undecided, best_setting, kleene_and, kleene_not, kleene_or, margin, paired_margin,
+    undecided_in,
+)
 from framework.claims.functions import FUNCTIONS
 from registry import did_you_mean
 
@@ -33,7 +37,13 @@ ACCESSORS: dict[str, str] = {
     "seed_mean": "seed_mean(sweep, 'metric'): per configuration (trials equal but for `seed`), the mean over its seeds",
     "seed_sd": "seed_sd(sweep, 'metric'): per configuration, the sample standard deviation over its seeds",
     "seed_param": "seed_param(sweep, 'key'): per configuration, the swept value of `key`",
+    "best": ("best(sweep, 'key', 'metric', 'max'|'min'): the setting of `key` whose seed-mean metric is best; "
+             "at the grid's first or last point a range open beyond it, on a tie the tied span"),
+    "margin": ("margin(a, b): the Welch confidence interval of mean(a) - mean(b) over seeds, at the file's "
+               "`level` (default 0.95); compared with a number it decides only outside the interval"),
+    "paired_margin": "paired_margin(a, b): the paired t confidence interval of mean(a - b), item i paired with item i",
 }
+STATISTICS = {"margin": margin, "paired_margin": paired_margin}
 CALLABLE = (*FUNCTIONS, *ACCESSORS)
 
 _ALLOWED = (
@@ -41,7 +51,7 @@ _ALLOWED = (
     ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.Compare, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq,
     ast.NotEq, ast.Constant, ast.Name, ast.Load, ast.Subscript, ast.Call, ast.List, ast.Tuple,
 )
-_UNARY: dict[type, Callable[[Any], Any]] = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 MAX_CHECK_CHARS = 2000
 MAX_CHECK_DEPTH = 64
 MAX_SEQUENCE = 100_000
@@ -136,10 +146,14 @@ def used_aliases(tree: ast.Expression, aliases: set[str]) -> set[str]:
 
 @dataclass
 class Outcome:
-    """A claim's result. `numbers` are the values the check read (for the table); `ran` is False
-    for a claim that was not evaluated (a full-tier claim without `--full`): neither passed nor
-    failed. `control_passed` is the check's value on the claim's negative control (None: not
-    evaluated); a claim whose control passes too cannot fail, and counts as failed."""
+    """A claim's result. `numbers` are the values the check (and its floor) read, for the table;
+    `ran` is False for a claim that was not evaluated (a full-tier claim without `--full`).
+    `passed` is True only when the check is decided true and the floor holds; `undecided` is why
+    the results cannot decide it (the claim is inconclusive: framework.claims.evidence);
+    `floor_passed` is the floor check's value (None: the claim has no floor, or it is undecided,
+    said in `undecided`). `control_passed` is the check's value on the negative control (None:
+    not evaluated; an undecided check on the control counts as not passing, with
+    `control_undecided` saying why); a claim whose control passes too cannot fail."""
 
     claim: Claim
     passed: bool
@@ -148,26 +162,43 @@ class Outcome:
     ran: bool = True
     control_passed: bool | None = None
     control_error: str = ""
+    undecided: str = ""
+    floor_passed: bool | None = None
+    control_undecided: str = ""
+    refuted: bool = False  # the check itself is decided false
+
+    @property
+    def inconclusive(self) -> bool:
+        """Ran, and neither held nor was refuted: the check (or its floor) is undecided, and
+        nothing else makes it fail (a false check or floor, an error)."""
+        return (self.ran and bool(self.undecided) and not self.error and not self.refuted
+                and self.floor_passed is not False)
 
     @property
     def failed(self) -> bool:
-        """A headline or supporting claim that ran and did not hold, or whose control does not
-        make its check false (the check holds on it too, or raises on it: a control that cannot
-        be evaluated shows nothing). A deviation never fails a reproduction: it records what did
-        not reproduce."""
-        if not self.ran or self.claim.kind == "deviation":
+        """A headline or supporting claim that ran and did not hold (its check false, or raising,
+        or below its floor), or held while its control does not make its check false (the check
+        holds on it too, or raises on it: a control that cannot be evaluated shows nothing). An
+        inconclusive claim did not fail, and did not hold. A deviation never fails a
+        reproduction: it records what did not reproduce."""
+        if not self.ran or self.claim.kind == "deviation" or self.inconclusive:
             return False
         return not self.passed or bool(self.control_passed) or bool(self.control_error)
 
     @property
     def status(self) -> str:
-        """The table's result: `pass`, `FAIL`, `FAIL: its control passes too`, `FAIL: its control
-        raises`; for a deviation `NOT REPRODUCED` (or `reproduced after all: promote it`); and
-        `full tier, not run`."""
+        """The table's result: `pass`, `FAIL`, `FAIL: not above its floor`, `FAIL: its control
+        passes too`, `FAIL: its control raises`, `inconclusive: <why>`; for a deviation `NOT
+        REPRODUCED` (or `reproduced after all: promote it`); and `full tier, not run`."""
         if not self.ran:
             return "full tier, not run"
+        if self.inconclusive:
+            return f"inconclusive: {self.undecided}"
+        below = self.floor_passed is False
         if self.claim.kind == "deviation":
             return "reproduced after all: promote it" if self.passed else "NOT REPRODUCED"
+        if below and not self.error:
+            return "FAIL: not above its floor"
         if self.passed and self.control_passed:
             return "FAIL: its control passes too"
         if self.passed and self.control_error:
@@ -198,32 +229,53 @@ def control_results(claim: Claim, results: dict[str, Any]) -> dict[str, Any]:
     return swapped
 
 
-def _check(claim: Claim, results: dict[str, Any]) -> tuple[bool, dict[str, Any], str]:
-    tree = parse_check(claim.check, set(results))
-    evaluator = _Evaluator(results)
+def _check(text: str, results: dict[str, Any], level: float) -> tuple[Any, dict[str, Any], str]:
+    """The check's value (True, False or Undecided), the numbers it read, and its error (a check
+    that raises is False, with the error)."""
+    tree = parse_check(text, set(results))
+    evaluator = _Evaluator(results, level)
     try:
-        return bool(evaluator.value(tree)), evaluator.numbers, ""
+        value = evaluator.value(tree)
+        return (value if isinstance(value, Undecided) else bool(value)), evaluator.numbers, ""
     except (ValueError, KeyError, TypeError, ArithmeticError, IndexError) as error:  # OverflowError: 1e308 * 10
         return False, evaluator.numbers, f"{type(error).__name__}: {error}"
 
 
-def evaluate(claim: Claim, results: dict[str, Any]) -> Outcome:
-    """Evaluate one claim, and its negative control, against obtained results: alias -> a run
-    result (with `.metrics`), or a list of trial results (with `.metrics` and `.values`) for a
-    sweep. A check that raises (a missing metric, a sweep used as a run, a division by zero) is
-    false, with the error; a check that does not parse, or names a run missing from `results`,
-    raises ValueError."""
-    passed, numbers, error = _check(claim, results)
-    control_passed, _, control_error = _check(claim, control_results(claim, results))
-    return Outcome(claim, passed, numbers, error, control_passed=control_passed, control_error=control_error)
+def _reasons(value: Any) -> str:
+    return "; ".join(value.reasons) if isinstance(value, Undecided) else ""
+
+
+def evaluate(claim: Claim, results: dict[str, Any], level: float = DEFAULT_LEVEL) -> Outcome:
+    """Evaluate one claim, its floor and its negative control against obtained results: alias ->
+    a run result (with `.metrics`), or a list of trial results (with `.metrics` and `.values`) for
+    a sweep. `level`: the confidence level of `margin`/`paired_margin`. A check that raises (a
+    missing metric, a sweep used as a run, a division by zero) is false, with the error; one whose
+    value the results cannot decide makes the claim inconclusive (framework.claims.evidence). A
+    check that does not parse, or names a run missing from `results`, raises ValueError."""
+    value, numbers, error = _check(claim.check, results, level)
+    undecided = [_reasons(value)]
+    floor_passed = None
+    if claim.floor is not None:
+        floor_value, floor_numbers, floor_error = _check(claim.floor.check, results, level)
+        numbers.update({f"floor: {k}": v for k, v in floor_numbers.items()})
+        error = "; ".join(e for e in (error, floor_error and f"floor: {floor_error}") if e)
+        floor_passed = None if isinstance(floor_value, Undecided) else floor_value
+        undecided.append(_reasons(floor_value) and f"floor ({claim.floor.text}): {_reasons(floor_value)}")
+    control_value, _, control_error = _check(claim.check, control_results(claim, results), level)
+    holds = value is True and (claim.floor is None or floor_passed is True)
+    return Outcome(claim, holds, numbers, error, control_passed=control_value is True,
+                   control_error=control_error, undecided="; ".join(u for u in undecided if u),
+                   floor_passed=floor_passed, control_undecided=_reasons(control_value),
+                   refuted=value is False)
 
 
 class _Evaluator:
     """Evaluates a vetted check, recording in `numbers` each value it read: `alias[metric]`, a
     sweep's column, and every float a function returned."""
 
-    def __init__(self, results: dict[str, Any]) -> None:
+    def __init__(self, results: dict[str, Any], level: float = DEFAULT_LEVEL) -> None:
         self.results = results
+        self.level = level
         self.numbers: dict[str, Any] = {}
 
     def value(self, node: ast.AST) -> Any:
@@ -239,10 +291,11 @@ class _Evaluator:
             return self._subscript(node)
         if isinstance(node, ast.BoolOp):
             # every operand is evaluated (no short-circuit), so the table shows each number a claim rests on
-            values = [bool(self.value(v)) for v in node.values]
-            return all(values) if isinstance(node.op, ast.And) else any(values)
+            values = [self.value(v) for v in node.values]
+            return kleene_and(values) if isinstance(node.op, ast.And) else kleene_or(values)
         if isinstance(node, ast.UnaryOp):
-            return _UNARY[type(node.op)](self.value(node.operand))
+            operand = self.value(node.operand)
+            return kleene_not(operand) if isinstance(node.op, ast.Not) else _UNARY[type(node.op)](operand)
         if isinstance(node, ast.BinOp):
             return _BINARY[type(node.op)](self.value(node.left), self.value(node.right))
         if isinstance(node, ast.Compare):
@@ -257,14 +310,15 @@ class _Evaluator:
             return self.metric(target.id, key)
         return self.value(target)[key]
 
-    def _compare(self, node: ast.Compare) -> bool:
-        left = self.value(node.left)
+    def _compare(self, node: ast.Compare) -> Any:
+        """True, False, or Undecided (a comparison with a range the results leave open); a
+        chain is the three-valued `and` of its links, each evaluated."""
+        left, links = self.value(node.left), []
         for op, right_node in zip(node.ops, node.comparators):
             right = self.value(right_node)
-            if not _COMPARE[type(op)](left, right):
-                return False
+            links.append(_COMPARE[type(op)](left, right))
             left = right
-        return True
+        return kleene_and(links)
 
     def _call(self, node: ast.Call) -> Any:
         name = node.func.id  # type: ignore[attr-defined]  # parse_check admits only calls by name
@@ -277,10 +331,26 @@ class _Evaluator:
             return self.param(*args)
         if name.startswith("seed_"):
             return self._per_configuration(name, node, *args)
-        value = FUNCTIONS[name][0](*args)
-        if isinstance(value, float):
+        pending = undecided_in(args)
+        if name == "best":
+            value = self._best(*args)
+        elif pending is not None:  # a function of a range is not a number
+            value = pending
+        elif name in STATISTICS:
+            value = STATISTICS[name](*args, self.level)
+        else:
+            value = FUNCTIONS[name][0](*args)
+        if isinstance(value, (float, Interval, Undecided)):
             self.numbers[ast.unparse(node)] = value
         return value
+
+    def _best(self, trials: Any, key: str, metric: str, which: str) -> Any:
+        """best(sweep, 'key', 'metric', 'max' | 'min'): the setting of `key` whose seed-mean
+        metric is largest (smallest): a number, or a range at the grid's edge or on a tie."""
+        if which not in ("max", "min"):
+            raise ValueError(f"best() takes 'max' or 'min' as its last argument, got {which!r}")
+        return best_setting(self._per_configuration("seed_mean", None, trials, metric),
+                            self._per_configuration("seed_param", None, trials, key), which == "max")
 
     def metric(self, alias: str, key: str) -> float:
         """The final value of metric `key` of the run `alias` (not a sweep)."""
@@ -300,7 +370,7 @@ class _Evaluator:
             raise ValueError("column() needs a sweep run")
         return [_trial_metric(t, key) for t in trials]
 
-    def _per_configuration(self, name: str, node: ast.Call, trials: Any, key: str) -> list[Any]:
+    def _per_configuration(self, name: str, node: ast.Call | None, trials: Any, key: str) -> list[Any]:
         """seed_mean / seed_sd / seed_param: trials grouped by their values other than `seed`,
         in trial order. seed_mean records "mean ± sd (n seeds)" per configuration for the table."""
         if not isinstance(trials, list):
@@ -314,8 +384,9 @@ class _Evaluator:
         columns = [[_trial_metric(t, key) for t in group] for group in groups.values()]
         means = [statistics.fmean(c) for c in columns]
         sds = [statistics.stdev(c) if len(c) > 1 else 0.0 for c in columns]
-        label = f"{ast.unparse(node.args[0])}[{key}] over seeds"
-        self.numbers[label] = [f"{m:.4g} ± {s:.2g} (n={len(c)})" for m, s, c in zip(means, sds, columns)]
+        if node is not None:  # None: called by best(), whose answer the table records instead
+            label = f"{ast.unparse(node.args[0])}[{key}] over seeds"
+            self.numbers[label] = [f"{m:.4g} ± {s:.2g} (n={len(c)})" for m, s, c in zip(means, sds, columns)]
         return means if name == "seed_mean" else sds
 
     @staticmethod

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from framework.claims.evidence import Interval, Undecided
 from framework.claims.expressions import Outcome
 from framework.claims.schema import DEFAULT_TIER
 
@@ -16,6 +17,8 @@ NOT_RUN = "full tier, not run"
 
 
 def _fmt(value: Any) -> str:
+    if isinstance(value, (Interval, Undecided)):
+        return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_fmt(v) for v in value) + "]"
     return f"{value:.4g}" if isinstance(value, float) else str(value)
@@ -27,41 +30,62 @@ def _kind(outcome: Outcome) -> str:
     return kind + over
 
 
+NO_RUN_CONTROL = "made-up numbers, not a run: no run control"
+
+
 def _control(outcome: Outcome) -> str:
+    control = outcome.claim.control
+    text = control.text if control.replace else f"{control.text} ({NO_RUN_CONTROL})"
     if outcome.control_passed is None:
-        return outcome.claim.control.text
+        return text
     if outcome.control_error:
-        return f"{outcome.claim.control.text}: check raises ({outcome.control_error})"
+        return f"{text}: check raises ({outcome.control_error})"
+    if outcome.control_undecided:
+        return f"{text}: check not true (undecided: {outcome.control_undecided})"
     verdict = "check true: the claim cannot fail" if outcome.control_passed else "check false"
-    return f"{outcome.claim.control.text}: {verdict}"
+    return f"{text}: {verdict}"
+
+
+def _claim(outcome: Outcome) -> str:
+    claim = outcome.claim
+    tier = "" if claim.tier == DEFAULT_TIER else f" ({claim.tier} tier)"
+    says = f" (paper: \"{' '.join(claim.paper_says.split())}\")" if claim.paper_says else ""
+    floor = f"; floor: {claim.floor.text}" if claim.floor else ""
+    return f"**{claim.name}**{tier}: {claim.text}{says}{floor}"
 
 
 def table(outcomes: list[Outcome]) -> str:
     """Markdown table: claim (its tier when not the default), its kind (and how it holds over
     seeds), the numbers the check read (and its error, if any), the negative control with the
-    check's value on it, and the result (`Outcome.status`)."""
+    check's value on it, and the result (`Outcome.status`). A headline's cell quotes what the
+    paper says; a claim with a floor names it (its numbers read `floor: ...`)."""
     lines = ["| claim | kind | numbers | negative control | result |", "|---|---|---|---|---|"]
     for o in outcomes:
         numbers = ", ".join(f"{k} = {_fmt(v)}" for k, v in o.numbers.items())
         if o.error:
             numbers = f"{numbers}; {o.error}" if numbers else o.error
-        tier = "" if o.claim.tier == DEFAULT_TIER else f" ({o.claim.tier} tier)"
-        lines.append(f"| **{o.claim.name}**{tier}: {o.claim.text} | {_kind(o)} | {numbers} | {_control(o)} "
-                     f"| {o.status} |")
+        lines.append(f"| {_claim(o)} | {_kind(o)} | {numbers} | {_control(o)} | {o.status} |")
     return "\n".join(lines)
 
 
 def headline(outcomes: list[Outcome]) -> str:
-    """The first line of a report: whether every headline claim held (and its control failed)."""
+    """The first line of a report: `yes` when every headline claim held (and its control failed),
+    `NO` when one failed or is a deviation that did not reproduce, else `inconclusive` when one
+    could not be decided."""
     heads = [o for o in outcomes if o.claim.is_headline and o.ran]
     if not heads:
         return "headline reproduced: not run (full tier; `--full` runs it)"
-    missed = [o.claim.name for o in heads if o.failed or (o.claim.kind == "deviation" and not o.passed)]
-    if not missed:
-        return "headline reproduced: yes"
-    deviations = [o.claim.name for o in heads if o.claim.kind == "deviation" and not o.passed]
-    recorded = f"; recorded as deviation: {', '.join(deviations)}" if deviations else ""
-    return f"headline reproduced: NO ({', '.join(missed)}{recorded})"
+    unsure = [o.claim.name for o in heads if o.inconclusive]
+    missed = [o.claim.name for o in heads if not o.inconclusive
+              and (o.failed or (o.claim.kind == "deviation" and not o.passed))]
+    if missed:
+        deviations = [o.claim.name for o in heads if o.claim.kind == "deviation" and not o.passed and not o.inconclusive]
+        recorded = f"; recorded as deviation: {', '.join(deviations)}" if deviations else ""
+        also = f"; inconclusive: {', '.join(unsure)}" if unsure else ""
+        return f"headline reproduced: NO ({', '.join(missed)}{recorded}{also})"
+    if unsure:
+        return f"headline reproduced: inconclusive ({', '.join(unsure)})"
+    return "headline reproduced: yes"
 
 
 def heading(folder: str | Path, full: bool) -> str:
@@ -75,10 +99,16 @@ def summary(outcomes: list[Outcome]) -> str:
     """`N of M claim(s) hold`, counting the headline and supporting claims that ran (a claim whose
     control passes too does not hold), then the deviations and the claims not run."""
     ran = [o for o in outcomes if o.ran and o.claim.kind != "deviation"]
-    text = f"{sum(not o.failed for o in ran)} of {len(ran)} claim(s) hold"
-    deviations = [o for o in outcomes if o.ran and o.claim.kind == "deviation"]
+    text = f"{sum(not o.failed and not o.inconclusive for o in ran)} of {len(ran)} claim(s) hold"
+    unsure = sum(o.inconclusive for o in outcomes)
+    if unsure:
+        text += f"; {unsure} inconclusive"
+    deviations = [o for o in outcomes if o.ran and o.claim.kind == "deviation" and not o.inconclusive]
     if deviations:
         text += f"; {sum(not o.passed for o in deviations)} deviation(s) recorded as not reproduced"
+    no_run_control = sum(o.ran and o.claim.kind != "deviation" and not o.claim.control.replace for o in outcomes)
+    if no_run_control:
+        text += f"; {no_run_control} claim(s) without a run control"
     skipped = len(outcomes) - sum(o.ran for o in outcomes)
     return text + (f"; {skipped} full-tier claim(s) not run (`--full` runs them)" if skipped else "")
 

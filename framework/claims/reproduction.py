@@ -36,7 +36,7 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
     runs = {alias: ref for alias, ref in claims.runs.items() if in_tier(ref.tier, full)}
     check_specs(runs, folder)
     results = obtain_all(runs, folder, fresh, jobs, echo, isolate)
-    outcomes = [evaluate(c, results) if in_tier(c.tier, full) else Outcome(c, False, ran=False)
+    outcomes = [evaluate(c, results, claims.level) if in_tier(c.tier, full) else Outcome(c, False, ran=False)
                 for c in claims.claims]
     text = report(folder, outcomes, full)
     echo(headline(outcomes))
@@ -106,7 +106,7 @@ def obtain_sweep(alias: str, spec: Path, overrides: list[str], jobs: int, echo: 
 
 def log_outcomes(claims: ClaimsFile, folder: Path, outcomes: list[Outcome], text: str, full: bool) -> None:
     """One run per reproduction in the paper's experiment, tagged `expspec.reproduce` and
-    `expspec.tier`: a `claim/<name>` metric (1 pass, 0 fail) per claim that ran, and the table as
+    `expspec.tier`: a `claim/<name>` metric (1 pass, 0 fail, 0.5 inconclusive) per claim that ran, and the table as
     `claims.md`. FINISHED when no claim failed, else FAILED naming the failed claims."""
     from framework.runner import ended_on_error
     from framework.tracking import Tracker
@@ -117,7 +117,9 @@ def log_outcomes(claims: ClaimsFile, folder: Path, outcomes: list[Outcome], text
     run_id = tracker.start(log_params=False)
     failed = [o.claim.name for o in outcomes if o.failed]
     with ended_on_error(tracker):
-        tracker.log_metrics({f"claim/{o.claim.name}": float(not o.failed and o.passed) for o in outcomes if o.ran})
+        # 1 pass, 0 fail, 0.5 inconclusive
+        tracker.log_metrics({f"claim/{o.claim.name}": 0.5 if o.inconclusive else float(not o.failed and o.passed)
+                             for o in outcomes if o.ran})
         tracker.client.log_text(run_id, text + "\n", "claims.md")
         if failed:
             tracker.client.set_tag(run_id, "expspec.error", "claims failed: " + ", ".join(failed))

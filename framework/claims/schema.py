@@ -14,12 +14,27 @@ sweep over at least three `seeds`. Where such a run starts from another spec's w
 it comes out different (`init.overrides: ['seed=${seed}']`, or any override that depends on the
 seed), so that the claim holds over seeds of everything random that feeds it.
 
+Headline: a file has one headline, the abstract's own main result: its claims (`kind: headline`,
+or a deviation with `headline: true`) each quote in `paper_says:` the abstract's words they test,
+the same words in each (tests/specs/test_paper_readmes.py checks that the words are the
+abstract's, quoted in the paper's README).
+
+Floors: a claim that a method beats a baseline may name the trivial answer it must beat too,
+`floor: {text, check}` (persistence, chance, the majority class, the untrained model): a claim
+whose floor check is false fails, one whose floor is undecided is inconclusive.
+
+Inconclusive: `level` (default 0.95) is the confidence of `margin()` and `paired_margin()`; a check
+the results cannot decide (a margin within the seeds' noise, an optimum at the grid's edge) makes
+its claim inconclusive (framework.claims.evidence).
+
 Controls: every claim names a negative control, results on which the same check must be false:
 `control: {text, replace: {alias: other_alias}}` evaluates the check with those runs swapped
 (an unregularized baseline for the method, a random mask for the learned one), or
 `control: {text, numbers: {alias: {metric: value}}}` (a sweep alias: a list of such mappings, with
-`values` for `param()`) gives made-up results (a curve without the predicted shape). A claim
-whose control also passes cannot fail: `exp reproduce` reports it and fails.
+`values` for `param()`) gives made-up results (a curve without the predicted shape). Only a
+`replace` control is a run control: made-up numbers test the check expression, not the claim, and
+the table says so ("no run control"). A claim whose control also passes cannot fail:
+`exp reproduce` reports it and fails.
 
 Tiers: a run alias and a claim carry `tier: default` (when omitted) or `tier: full`.
 `exp reproduce` obtains the default-tier runs and checks the default-tier claims;
@@ -34,6 +49,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from framework.claims.evidence import DEFAULT_LEVEL
 from framework.claims.expressions import parse_check, used_aliases
 from framework.errors import Problem, SpecError
 from framework.loader import Loaded, apply_overrides, load_file, load_spec
@@ -64,6 +80,14 @@ class Control(_Closed):
     numbers: dict[str, dict[str, Any] | list[dict[str, Any]]] = {}
 
 
+class Floor(_Closed):
+    """The trivial answer a method must beat for its win to mean anything (persistence, chance, the
+    majority class, the untrained model): a check that holds when the method is above it."""
+
+    text: str = Field(min_length=1)
+    check: str
+
+
 class Claim(_Closed):
     name: str = Field(pattern=r"^[a-z0-9_]+$")
     kind: Literal["headline", "supporting", "deviation"]
@@ -72,6 +96,8 @@ class Claim(_Closed):
     control: Control
     over: Literal["mean", "every_seed"] | None = None
     headline: bool = False  # a deviation that is the paper's headline (module docstring)
+    paper_says: str | None = Field(default=None, min_length=1)  # the abstract's words a headline tests
+    floor: Floor | None = None
     tier: Tier = DEFAULT_TIER
 
     @property
@@ -81,6 +107,7 @@ class Claim(_Closed):
 
 class ClaimsFile(_Closed):
     paper: str = Field(pattern=r"^[a-z0-9_]+$")
+    level: float = Field(default=DEFAULT_LEVEL, ge=0.5, lt=1.0)  # confidence of margin() intervals
     runs: dict[str, RunRef]
     claims: list[Claim] = Field(min_length=1)
 
@@ -145,6 +172,12 @@ def _checks(claims: ClaimsFile, loaded: Loaded) -> tuple[dict[int, set[str]], li
         except ValueError as error:
             problems.append(Problem(loaded.value_mark(path), path, str(error)))
             continue
+        if claim.floor is not None:
+            floor_path = ("claims", i, "floor", "check")
+            try:
+                read = read | used_aliases(parse_check(claim.floor.check, aliases), aliases)
+            except ValueError as error:
+                problems.append(Problem(loaded.value_mark(floor_path), floor_path, str(error)))
         if claim.tier == DEFAULT_TIER:
             for alias in sorted(read):
                 if claims.runs[alias].tier != DEFAULT_TIER:
@@ -165,7 +198,17 @@ def _kinds_and_controls(claims: ClaimsFile, loaded: Loaded, reads: dict[int, set
         problems.append(Problem(loaded.key_mark(("claims",)), ("claims",),
                                 "no claim is `kind: headline`; mark the paper's main result at tiny scale "
                                 "(or, when it did not reproduce, its deviation `headline: true`)"))
+    quoted = {c.paper_says for c in claims.claims if c.is_headline and c.paper_says}
     for i, claim in enumerate(claims.claims):
+        if claim.is_headline and not claim.paper_says and claim.kind in ("headline", "deviation"):
+            problems.append(Problem(loaded.key_mark(("claims", i)), ("claims", i), (
+                f"headline claim '{claim.name}' needs `paper_says:`, the abstract's own words it tests (a claim "
+                "whose statement is not in the abstract is `kind: supporting`)")))
+        elif claim.is_headline and len(quoted) > 1:
+            problems.append(Problem(loaded.key_mark(("claims", i, "paper_says")), ("claims", i, "paper_says"), (
+                f"a paper has one headline, but its headline claims quote {len(quoted)} different `paper_says:`; "
+                "headline claims test parts of one sentence of the abstract (quote it in each), the others are "
+                "`kind: supporting`")))
         if claim.headline and claim.kind != "deviation":
             problems.append(Problem(loaded.key_mark(("claims", i, "headline")), ("claims", i, "headline"),
                                     "`headline: true` marks a deviation; a reproduced main result is `kind: headline`"))

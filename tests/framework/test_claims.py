@@ -62,7 +62,7 @@ def test_checks(check: str, passed: bool) -> None:
         # builtins, then the registered claim functions (a family may add one), then the accessors
         ("__import__('os')", "unknown function call '__import__('os')'. Functions: abs, min, max, mean, log, sqrt, "
                              f"len, {', '.join(registry.KINDS['claim_functions'].names())}, "
-                             "column, param, seed_mean, seed_sd, seed_param"),
+                             "column, param, seed_mean, seed_sd, seed_param, best, margin, paired_margin"),
         ("aa['test/acc'] > 0", "unknown run 'aa'. Did you mean 'a'?"),
         ("a['test/acc'] > > 1", "invalid check syntax at column 17: invalid syntax"),
         ("[x for x in a]", "'[x for x in a]' is not allowed in a check (ListComp)"),
@@ -222,6 +222,7 @@ HEADLINE = """\
   - name: seeds_learn
     kind: headline
     over: mean
+    paper_says: the model learns
     text: every seed beats chance
     check: seed_mean(s, 'test/accuracy')[0] > 0.3
     control: {text: chance accuracy, numbers: {s: [{test/accuracy: 0.25}]}}
@@ -349,14 +350,15 @@ def test_reproduce_default_tier_passes_logs_and_rewrites_readme(tracked: str, tm
     assert [(o.claim.name, o.ran, o.passed, o.failed) for o in outcomes] == [
         ("seeds_learn", False, False, False), ("learns", True, True, False)]
     assert _first_report_line(printed) == "headline reproduced: not run (full tier; `--full` runs it)"
-    assert "1 of 1 claim(s) hold; 1 full-tier claim(s) not run (`--full` runs them)" in printed
+    assert "1 of 1 claim(s) hold; 1 claim(s) without a run control; 1 full-tier claim(s) not run (`--full` runs them)" in printed
     assert not any(line.startswith("== s") for line in printed)
     readme = (folder / "README.md").read_text()
     assert f"`exp reproduce {folder}` (default tier):\n\n**headline reproduced: not run" in readme
-    assert ("| **seeds_learn** (full tier): every seed beats chance | headline, mean over seeds |  | chance accuracy "
-            "| full tier, not run |") in readme
+    made_up = "(made-up numbers, not a run: no run control)"
+    assert ("| **seeds_learn** (full tier): every seed beats chance (paper: \"the model learns\") | headline, mean "
+            f"over seeds |  | chance accuracy {made_up} | full tier, not run |") in readme
     assert "| **learns**: it learns | supporting | t[test/accuracy] = " in readme
-    assert "| chance accuracy: check false | pass |" in readme
+    assert f"| chance accuracy {made_up}: check false | pass |" in readme
     assert "old" not in readme and readme.endswith("<!-- claims:end -->\n\nafter\n")
     client = MlflowClient(tracked)
     experiment = client.get_experiment_by_name("demo_paper").experiment_id
@@ -416,7 +418,7 @@ def test_a_default_claim_cannot_read_a_full_run(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         load_claims(folder)
     [problem] = info.value.problems
-    assert str(problem.mark) == f"{folder / 'claims.yaml'}:16:12"
+    assert str(problem.mark) == f"{folder / 'claims.yaml'}:17:12"
     assert problem.message == (
         "claim 'learns' is in the default tier but reads run 'big', which is `tier: full` (line 5); "
         "mark the claim `tier: full`, or the run `tier: default`")
@@ -427,7 +429,7 @@ def test_tier_values_are_checked(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         load_claims(folder)
     [problem] = info.value.problems
-    assert str(problem.mark) == f"{folder / 'claims.yaml'}:12:11"
+    assert str(problem.mark) == f"{folder / 'claims.yaml'}:13:11"
     assert problem.message == "Input should be 'default' or 'full'"
 
 
