@@ -12,6 +12,7 @@
     exp show SPEC [key.path=value ...]    the operative spec (extends, overrides, defaults)
     exp list [KIND]                       registered components
     exp explain NAME                      a component's arguments, docstring and source location
+    exp explain claims                    the claims file, its check language and every function it can call
     exp schema [--check] [--plugins -o F] write (or check) framework/spec.schema.json
 
 Exit codes: 0 ok, 1 a run or check failed, 2 a spec error or another mistake in what was asked
@@ -455,6 +456,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from framework.schema import CommittedSchemas, LiveSchemas
     from framework.sources import locate
 
+    if args.name == "claims":  # the claims file and its check language
+        from framework.claims.expressions import language
+
+        print(language())
+        return 0
     prefix, _, name = args.name.rpartition(".") if "." in args.name else ("", "", args.name)
     kinds = [_kind(prefix)] if prefix else [k for k, r in registry.KINDS.items() if name in r]
     if prefix and name not in registry.KINDS[kinds[0]]:

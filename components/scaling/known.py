@@ -23,6 +23,7 @@ import math
 from fractions import Fraction
 
 from components.scaling.autop import AutoParametrized
+from framework.claims.evidence import Interval, best_setting, bounds
 
 HIDDEN, OUTPUT, VECTOR = (Fraction(1, 2), Fraction(1)), (Fraction(1), Fraction(1)), (Fraction(0), Fraction(0))
 
@@ -93,7 +94,22 @@ def lr_shift(values_a: list[float], lrs_a: list[float], values_b: list[float], l
     the lowest-value learning rate moves from sweep a to sweep b (e.g. narrow -> wide)."""
     if step <= 1:
         raise ValueError(f"step must be > 1 (the grid's factor), got {step}")
-    best = [lrs[min(range(len(v)), key=v.__getitem__)] for v, lrs in ((values_a, lrs_a), (values_b, lrs_b))]
     if len(values_a) != len(lrs_a) or len(values_b) != len(lrs_b) or not values_a or not values_b:
         raise ValueError("lr_shift needs two non-empty pairs of equal-length lists (values, learning rates)")
-    return abs(math.log(best[1] / best[0])) / math.log(step)
+    a, b = (best_setting(v, lrs, largest=False) for v, lrs in ((values_a, lrs_a), (values_b, lrs_b)))
+    if not isinstance(a, Interval) and not isinstance(b, Interval):
+        return abs(math.log(b / a)) / math.log(step)
+    # a best rate at its grid's edge (or tied) is a range: so is the shift
+    (a_low, a_high), (b_low, b_high) = bounds(a), bounds(b)
+    steps = [_log_ratio(b_low, a_high) / math.log(step), _log_ratio(b_high, a_low) / math.log(step)]
+    what = "; ".join(x.what for x in (a, b) if isinstance(x, Interval))
+    return abs(Interval(steps[0], steps[1], what))
+
+
+def _log_ratio(top: float, bottom: float) -> float:
+    """log(top / bottom) for rates in [0, inf] (an edge's range may be open: -inf below, inf above)."""
+    if top <= 0 or bottom == math.inf:
+        return -math.inf
+    if bottom <= 0 or top == math.inf:
+        return math.inf
+    return math.log(top / bottom)

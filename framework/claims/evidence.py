@@ -173,8 +173,22 @@ class Interval:
     def __neg__(self) -> Interval:
         return Interval(-self.high, -self.low, self.what)
 
+    def __abs__(self) -> Interval:
+        ends = sorted((abs(self.low), abs(self.high)))
+        return Interval(0.0 if self.low <= 0 <= self.high else ends[0], ends[1], self.what)
+
+    def map(self, function: Callable[[float], float], what: str = "") -> Interval:
+        """The range of an increasing `function` over this one (ends mapped; -inf/inf kept where
+        the function cannot take them, e.g. log at 0)."""
+        return Interval(function(self.low), function(self.high), what or self.what)
+
     def __pos__(self) -> Interval:
         return self
+
+
+def bounds(value: Any) -> tuple[float, float]:
+    """(low, high) of an Interval, (x, x) of a number."""
+    return (value.low, value.high) if isinstance(value, Interval) else (float(value), float(value))
 
 
 def _show(value: Any) -> str:

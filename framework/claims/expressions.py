@@ -89,6 +89,24 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
 }
 
 
+def language() -> str:
+    """What `exp explain claims` prints: the claims file's rules, the check language, every
+    function a check can call (accessors, builtins, registered claim functions) and what an
+    inconclusive result is."""
+    import framework.claims.evidence as evidence
+    import framework.claims.schema as schema
+
+    functions = [f"  {name}: {FUNCTIONS[name][1]}" for name in FUNCTIONS]
+    accessors = [f"  {text}" for text in ACCESSORS.values()]
+    return "\n\n".join([
+        "claims.yaml (framework/claims/schema.py)\n\n" + (schema.__doc__ or "").strip(),
+        "The check language (framework/claims/expressions.py)\n\n" + (__doc__ or "").strip(),
+        "Sweep accessors and statistics:\n" + "\n".join(accessors),
+        "Functions:\n" + "\n".join(functions),
+        "Inconclusive results (framework/claims/evidence.py)\n\n" + (evidence.__doc__ or "").strip(),
+    ])
+
+
 def parse_check(text: str, aliases: set[str]) -> ast.Expression:
     """Parse and vet a check: only the syntax listed in the module docstring, calls of known
     functions by name with positional arguments, and names that are run aliases or functions.
@@ -334,6 +352,8 @@ class _Evaluator:
         pending = undecided_in(args)
         if name == "best":
             value = self._best(*args)
+        elif name == "abs" and len(args) == 1 and isinstance(args[0], Interval):
+            value = abs(args[0])
         elif pending is not None:  # a function of a range is not a number
             value = pending
         elif name in STATISTICS:

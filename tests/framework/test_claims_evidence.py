@@ -236,3 +236,13 @@ def test_an_interval_is_not_a_truth_value() -> None:
         bool(Interval(0.1, 0.2))
     outcome = evaluate(_claim("margin(column(s, 'm:test/acc'), column(s, 'b:test/acc'))"), _results(CLEAR))
     assert outcome.status == "FAIL" and "compare it with a number" in outcome.error
+
+
+def test_exp_explain_claims_documents_the_language(capsys: pytest.CaptureFixture[str]) -> None:
+    from framework.cli import main
+
+    assert main(["explain", "claims"]) == 0
+    out = capsys.readouterr().out
+    for words in ("paper_says:", "floor: {text, check}", "margin(a, b): the Welch confidence interval",
+                  "best(sweep, 'key', 'metric', 'max'|'min')", "argmax_param:", "three-valued (Kleene)"):
+        assert words in out, words

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import functools
 
+import math
+
 import pytest
 import torch
 
 from components.models.mixer import MLPMixer
 from components.models.mlp import MLP
+from framework.claims.evidence import Interval, Undecided
 from components.scaling.autop import AutoParametrized
 from components.scaling.known import ExponentCheck, lr_shift
 from components.tasks.supervised import scaled_groups
@@ -65,10 +68,14 @@ def test_standard_rule_changes_nothing_and_the_table_check_tells_them_apart() ->
 
 
 def test_lr_shift_counts_grid_steps_between_the_best_rates() -> None:
-    lrs = [1e-3, 4e-3, 1.6e-2]
-    assert lr_shift([3.0, 1.0, 2.0], lrs, [1.0, 2.0, 3.0], lrs, 4) == pytest.approx(1.0)
-    assert lr_shift([3.0, 2.0, 1.0], lrs, [1.0, 2.0, 3.0], lrs, 4) == pytest.approx(2.0)
-    assert lr_shift([1.0, 2.0, 3.0], lrs, [1.0, 2.0, 3.0], lrs, 4) == 0.0
+    lrs = [1e-3, 4e-3, 1.6e-2, 6.4e-2]
+    assert lr_shift([3.0, 1.0, 2.0, 3.0], lrs, [3.0, 2.0, 1.0, 3.0], lrs, 4) == pytest.approx(1.0)
+    assert lr_shift([3.0, 1.0, 2.0, 3.0], lrs, [3.0, 1.0, 2.0, 3.0], lrs, 4) == 0.0
+    # a best rate at the grid's edge: the optimum may lie beyond it, so the shift is a range
+    edge = lr_shift([3.0, 1.0, 2.0, 3.0], lrs, [3.0, 2.0, 1.5, 1.0], lrs, 4)
+    assert isinstance(edge, Interval) and (edge.low, edge.high) == (pytest.approx(2.0), math.inf)
+    assert "best at the grid's last point 0.064" in repr(edge)
+    assert (edge <= 1) is False and isinstance(edge <= 3, Undecided)
     with pytest.raises(ValueError, match="step must be > 1"):
         lr_shift([1.0], [1e-3], [1.0], [1e-3], 1)
 
