@@ -24,10 +24,13 @@ def _fmt(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+WALL_CLOCK = "wall-clock: numbers vary by run"
+
+
 def _kind(outcome: Outcome) -> str:
     over = {"mean": ", mean over seeds", "every_seed": ", every seed"}.get(outcome.claim.over or "", "")
     kind = "deviation of the headline" if outcome.claim.headline else outcome.claim.kind
-    return kind + over
+    return kind + over + (f" ({WALL_CLOCK})" if outcome.claim.timing else "")
 
 
 NO_RUN_CONTROL = "made-up numbers, not a run: no run control"
@@ -150,11 +153,14 @@ def table_differences(written: str, fresh: str) -> list[str]:
     """Where a README's generated block and a fresh report differ: any text, or a number by more
     than two units of its last significant digit (4 printed, 2 for a "± sd"): a rerun on another
     CPU may round the last digit the other way; a changed result moves it further. Empty when
-    they agree."""
+    they agree. A row of a `timing: true` claim (marked WALL_CLOCK) is compared on its text and
+    result only: wall-clock numbers differ from run to run."""
     differences = []
     for i, (a, b) in enumerate(zip(written.splitlines(), fresh.splitlines())):
         if _NUMBER.sub("#", a) != _NUMBER.sub("#", b):
             differences.append(f"line {i + 1}: README {a!r} vs now {b!r}")
+            continue
+        if WALL_CLOCK in a:
             continue
         for (sd, x), (_, y) in zip(_NUMBER.findall(a), _NUMBER.findall(b)):
             tolerance = 2 * _unit(float(x), float(y), SD_SIGNIFICANT if sd else SIGNIFICANT)

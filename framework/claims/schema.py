@@ -23,6 +23,11 @@ Floors: a claim that a method beats a baseline may name the trivial answer it mu
 `floor: {text, check}` (persistence, chance, the majority class, the untrained model): a claim
 whose floor check is false fails, one whose floor is undecided is inconclusive.
 
+Timing: a claim that reads wall-clock measurements (a penalty's forward+backward time) says
+`timing: true`; its numbers differ from run to run, so a README's table is compared with a fresh
+run on its result only for that row (framework.claims.report.table_differences). Its check needs
+a margin far outside timing noise (a ratio of 10x where 100x is measured).
+
 Inconclusive: `level` (default 0.95) is the confidence of `margin()` and `paired_margin()`; a check
 the results cannot decide (a margin within the seeds' noise, an optimum at the grid's edge) makes
 its claim inconclusive (framework.claims.evidence).
@@ -98,6 +103,7 @@ class Claim(_Closed):
     headline: bool = False  # a deviation that is the paper's headline (module docstring)
     paper_says: str | None = Field(default=None, min_length=1)  # the abstract's words a headline tests
     floor: Floor | None = None
+    timing: bool = False  # reads wall-clock times: its numbers differ from run to run (module docstring)
     tier: Tier = DEFAULT_TIER
 
     @property

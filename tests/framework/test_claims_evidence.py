@@ -67,10 +67,11 @@ def test_margin_is_scipys_welch_interval() -> None:
         (f"not {MARGIN}", NOISY, "inconclusive"),
         # arithmetic on a range stays a range; a function of one is undecided
         ("margin(column(s, 'm:test/acc'), column(s, 'b:test/acc')) * 2 > 0.3", CLEAR, "pass"),
-        ("abs(margin(column(s, 'm:test/acc'), column(s, 'b:test/acc'))) > 0", CLEAR, "inconclusive"),
+        ("sqrt(margin(column(s, 'm:test/acc'), column(s, 'b:test/acc'))) > 0", CLEAR, "inconclusive"),
+        ("abs(margin(column(s, 'm:test/acc'), column(s, 'b:test/acc'))) > 0.1", CLEAR, "pass"),
     ],
     ids=["clear margin", "margin in noise", "paired", "clearly refuted", "and false", "or true", "and undecided",
-         "not undecided", "arithmetic", "function of a range"],
+         "not undecided", "arithmetic", "function of a range", "abs of a range"],
 )
 def test_a_comparison_within_noise_is_inconclusive(check: str, arms: dict[str, list[float]], status: str) -> None:
     outcome = evaluate(_claim(check), _results(arms))
@@ -246,3 +247,19 @@ def test_exp_explain_claims_documents_the_language(capsys: pytest.CaptureFixture
     for words in ("paper_says:", "floor: {text, check}", "margin(a, b): the Welch confidence interval",
                   "best(sweep, 'key', 'metric', 'max'|'min')", "argmax_param:", "three-valued (Kleene)"):
         assert words in out, words
+
+
+def test_a_timing_claims_numbers_are_not_compared_with_the_readme() -> None:
+    from framework.claims import table_differences
+    from framework.runner import RunResult
+
+    claim = Claim(name="fast", kind="supporting", text="t", check="a['test/ms'] * 10 <= b['test/ms']", timing=True,
+                  control={"text": "b in a's place", "replace": {"a": "b"}})
+    written, rerun, slower = ({"a": RunResult("1", {"test/ms": a}), "b": RunResult("2", {"test/ms": 800.0})}
+                              for a in (3.0, 3.4, 90.0))
+    row = table([evaluate(claim, written)])
+    assert "wall-clock: numbers vary by run" in row
+    assert table_differences(row, table([evaluate(claim, rerun)])) == []  # other times, same result
+    assert table_differences(row, table([evaluate(claim, slower)]))  # the result changed: FAIL
+    untimed = claim.model_copy(update={"timing": False})
+    assert table_differences(table([evaluate(untimed, written)]), table([evaluate(untimed, rerun)]))
