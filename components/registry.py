@@ -72,6 +72,7 @@ ENTRIES = {
         "r2": "components.claim_functions.curves:r2",
         "non_increasing": "components.claim_functions.curves:non_increasing",
         "non_decreasing": "components.claim_functions.curves:non_decreasing",
+        "interpolate": "components.claim_functions.curves:interpolate",
         "spread": "components.claim_functions.selection:spread",
         "value_at": "components.claim_functions.selection:value_at",
         "argmax_param": "components.claim_functions.selection:argmax_param",

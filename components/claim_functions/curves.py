@@ -43,3 +43,21 @@ def non_increasing(xs: list[float], slack: float = 0.0) -> bool:
 def non_decreasing(xs: list[float], slack: float = 0.0) -> bool:
     """Each value >= the previous - slack."""
     return all(b >= a - slack for a, b in zip(xs, xs[1:]))
+
+
+def interpolate(x: float | list[float], x0: float | list[float], y0: float | list[float], x1: float | list[float],
+                y1: float | list[float]) -> float | list[float]:
+    """The value at x on the line through (x0, y0) and (x1, y1); elementwise when given lists of
+    equal length (one per seed: e.g. a baseline's metric read at each seed's accuracy of the method,
+    between two baseline settings that bracket it)."""
+    args = (x, x0, y0, x1, y1)
+    lengths = {len(a) for a in args if isinstance(a, list)}
+    if not lengths:
+        if x1 == x0:
+            raise ValueError(f"interpolate needs x0 != x1, got {x0} twice")
+        return y0 + (x - x0) * (y1 - y0) / (x1 - x0)
+    if len(lengths) > 1 or 0 in lengths:
+        raise ValueError(f"interpolate needs lists of one non-empty length, got lengths {sorted(lengths)}")
+    n = lengths.pop()
+    at = [[a[i] if isinstance(a, list) else a for a in args] for i in range(n)]
+    return [interpolate(*values) for values in at]

@@ -36,3 +36,14 @@ def test_slope_rejects_what_has_no_slope(xs: list[float], ys: list[float], messa
 def test_monotone_with_slack() -> None:
     assert non_increasing([3, 2, 2.01, 1], slack=0.02) and not non_increasing([3, 2, 2.05, 1], slack=0.02)
     assert non_decreasing([1, 2, 1.99, 3], slack=0.02) and not non_decreasing([1, 2, 1.9], slack=0.02)
+
+
+def test_interpolate_reads_a_line_per_seed() -> None:
+    from components.claim_functions.curves import interpolate
+
+    assert interpolate(0.5, 0.0, 1.0, 1.0, 3.0) == 2.0
+    assert interpolate([0.5, 0.25], [0.0, 0.0], [1.0, 0.0], 1.0, [3.0, 4.0]) == [2.0, 1.0]
+    with pytest.raises(ValueError, match="one non-empty length, got lengths \\[1, 2\\]"):
+        interpolate([0.5], [0.0, 1.0], 1.0, 1.0, 3.0)
+    with pytest.raises(ValueError, match="x0 != x1"):
+        interpolate(0.5, 1.0, 1.0, 1.0, 3.0)
