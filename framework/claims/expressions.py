@@ -232,12 +232,30 @@ class Numbers:
     values: dict[str, Any] = field(default_factory=dict)
 
 
+def _stages_swapped(result: Any, stages: dict[str, str]) -> Any:
+    """A run's (or each trial's) metrics with stage `s`'s read from stage `stages[s]`: metric
+    'other:split/name' also as 's:split/name' (a missing one stays missing: the check says so)."""
+    if isinstance(result, list):
+        return [_stages_swapped(trial, stages) for trial in result]
+    metrics = dict(result.metrics)
+    for stage, other in stages.items():
+        for key in [k for k in metrics if k.startswith(f"{stage}:")]:
+            del metrics[key]
+        metrics.update({f"{stage}:{k.split(':', 1)[1]}": v for k, v in result.metrics.items()
+                        if k.startswith(f"{other}:")})
+    return Numbers(metrics, dict(getattr(result, "values", {}) or {}))
+
+
 def control_results(claim: Claim, results: dict[str, Any]) -> dict[str, Any]:
-    """The results with the control applied: aliases swapped (`replace`) or made-up (`numbers`;
-    a list for a sweep, each item a metric mapping with an optional `values` mapping)."""
+    """The results with the control applied: aliases swapped (`replace`), stages of every run
+    swapped (`stages`), or made-up (`numbers`; a list for a sweep, each item a metric mapping with
+    an optional `values` mapping)."""
     swapped = dict(results)
     for alias, other in claim.control.replace.items():
         swapped[alias] = results[other]
+    if claim.control.stages:
+        swapped = {alias: _stages_swapped(result, claim.control.stages) if result is not None else None
+                   for alias, result in swapped.items()}
     for alias, given in claim.control.numbers.items():
         def one(item: dict[str, Any]) -> Numbers:
             metrics = {k: v for k, v in item.items() if k != "values"}

@@ -38,7 +38,7 @@ NO_RUN_CONTROL = "made-up numbers, not a run: no run control"
 
 def _control(outcome: Outcome) -> str:
     control = outcome.claim.control
-    text = control.text if control.replace else f"{control.text} ({NO_RUN_CONTROL})"
+    text = control.text if control.is_run else f"{control.text} ({NO_RUN_CONTROL})"
     if outcome.control_passed is None:
         return text
     if outcome.control_error:
@@ -109,7 +109,7 @@ def summary(outcomes: list[Outcome]) -> str:
     deviations = [o for o in outcomes if o.ran and o.claim.kind == "deviation" and not o.inconclusive]
     if deviations:
         text += f"; {sum(not o.passed for o in deviations)} deviation(s) recorded as not reproduced"
-    no_run_control = sum(o.ran and o.claim.kind != "deviation" and not o.claim.control.replace for o in outcomes)
+    no_run_control = sum(o.ran and o.claim.kind != "deviation" and not o.claim.control.is_run for o in outcomes)
     if no_run_control:
         text += f"; {no_run_control} claim(s) without a run control"
     skipped = len(outcomes) - sum(o.ran for o in outcomes)

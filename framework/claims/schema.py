@@ -36,8 +36,11 @@ Controls: every claim names a negative control, results on which the same check 
 `control: {text, replace: {alias: other_alias}}` evaluates the check with those runs swapped
 (an unregularized baseline for the method, a random mask for the learned one), or
 `control: {text, numbers: {alias: {metric: value}}}` (a sweep alias: a list of such mappings, with
-`values` for `param()`) gives made-up results (a curve without the predicted shape). Only a
-`replace` control is a run control: made-up numbers test the check expression, not the claim, and
+`values` for `param()`) gives made-up results (a curve without the predicted shape);
+`control: {text, stages: {stage: other_stage}}` reads, in every run, a staged spec's stage
+`other_stage` where the check reads `stage` (`'cvm15:test/x'` becomes `'base:test/x'`: the
+unregularized stage of the same runs, seeds and data in place of the method's). Only `replace`
+and `stages` controls are run controls: made-up numbers test the check expression, not the claim, and
 the table says so ("no run control"). A claim whose control also passes cannot fail:
 `exp reproduce` reports it and fails.
 
@@ -82,7 +85,13 @@ class Control(_Closed):
 
     text: str = Field(min_length=1)
     replace: dict[str, str] = {}
+    stages: dict[str, str] = Field(default={}, max_length=64)
     numbers: dict[str, dict[str, Any] | list[dict[str, Any]]] = {}
+
+    @property
+    def is_run(self) -> bool:
+        """Whether the control is made of real runs (`replace`, `stages`), not made-up numbers."""
+        return bool(self.replace or self.stages)
 
 
 class Floor(_Closed):
@@ -233,8 +242,8 @@ def _control_problems(claim: Claim, index: int, runs: dict[str, RunRef], loaded:
     path = ("claims", index, "control")
     control = claim.control
     aliases = set(runs)
-    if bool(control.replace) == bool(control.numbers):
-        return [Problem(loaded.key_mark(path), path, "a control gives either `replace` or `numbers`")]
+    if control.is_run == bool(control.numbers):
+        return [Problem(loaded.key_mark(path), path, "a control gives either runs (`replace`, `stages`) or `numbers`")]
     if read is None:
         return []  # the check does not parse: its own problem is reported by _checks
     problems = []

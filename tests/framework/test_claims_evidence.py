@@ -263,3 +263,15 @@ def test_a_timing_claims_numbers_are_not_compared_with_the_readme() -> None:
     assert table_differences(row, table([evaluate(claim, slower)]))  # the result changed: FAIL
     untimed = claim.model_copy(update={"timing": False})
     assert table_differences(table([evaluate(untimed, written)]), table([evaluate(untimed, rerun)]))
+
+
+def test_a_stages_control_reads_another_stage_of_the_same_runs() -> None:
+    trials = [TrialResult(None, {"cvm:test/gap": g, "base:test/gap": b}, values={"seed": s})
+              for s, (g, b) in enumerate([(0.10, 0.40), (0.12, 0.42), (0.11, 0.39)])]
+    claim = _claim("max(column(s, 'cvm:test/gap')) <= 0.5 * min(column(s, 'base:test/gap'))",
+                   control={"text": "the unregularized stage in the method's place", "stages": {"cvm": "base"}})
+    outcome = evaluate(claim, {"s": trials})
+    assert outcome.status == "pass" and outcome.control_passed is False and not outcome.control_error
+    assert "no run control" not in table([outcome])
+    wrong = _claim(claim.check, control={"text": "a stage that does not exist", "stages": {"cvm": "nope"}})
+    assert evaluate(wrong, {"s": trials}).status == "FAIL: its control raises"
