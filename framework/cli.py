@@ -398,7 +398,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs,
                          full=args.full, isolate=args.isolate)
-    return EXIT_FAILED if any(o.failed for o in outcomes) else 0
+    # a claim that failed, or a run that did not finish (its claims read inconclusive), exits 1
+    return EXIT_FAILED if any(o.failed or o.failed_runs for o in outcomes) else 0
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -58,6 +58,16 @@ class Undecided:
         return self
 
 
+class FailedRun:
+    """A run (or sweep) of the claims that did not finish: what a check reads of it is Undecided."""
+
+    def __init__(self, alias: str, reason: str) -> None:
+        self.alias, self.reason = alias, reason
+
+    def undecided(self) -> Undecided:
+        return Undecided(f"run '{self.alias}' did not finish ({self.reason})")
+
+
 def _number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from framework.claims.evidence import (
-    DEFAULT_LEVEL, Interval, Undecided, best_setting, kleene_and, kleene_not, kleene_or, margin, paired_margin,
+    DEFAULT_LEVEL, FailedRun, Interval, Undecided, best_setting, kleene_and, kleene_not, kleene_or, margin, paired_margin,
     undecided_in,
 )
 from framework.claims.functions import FUNCTIONS
@@ -184,6 +184,7 @@ class Outcome:
     floor_passed: bool | None = None
     control_undecided: str = ""
     refuted: bool = False  # the check itself is decided false
+    failed_runs: list[str] = field(default_factory=list)  # aliases read that did not finish
 
     @property
     def inconclusive(self) -> bool:
@@ -267,9 +268,13 @@ def control_results(claim: Claim, results: dict[str, Any]) -> dict[str, Any]:
 
 def _check(text: str, results: dict[str, Any], level: float) -> tuple[Any, dict[str, Any], str]:
     """The check's value (True, False or Undecided), the numbers it read, and its error (a check
-    that raises is False, with the error)."""
+    that raises is False, with the error). A check that reads a run that did not finish is
+    Undecided (whatever else it reads)."""
     tree = parse_check(text, set(results))
     evaluator = _Evaluator(results, level)
+    failed = [results[a] for a in sorted(used_aliases(tree, set(results))) if isinstance(results[a], FailedRun)]
+    if failed:
+        return Undecided(*(r for f in failed for r in f.undecided().reasons)), {}, ""
     try:
         value = evaluator.value(tree)
         return (value if isinstance(value, Undecided) else bool(value)), evaluator.numbers, ""
@@ -299,10 +304,13 @@ def evaluate(claim: Claim, results: dict[str, Any], level: float = DEFAULT_LEVEL
         undecided.append(_reasons(floor_value) and f"floor ({claim.floor.text}): {_reasons(floor_value)}")
     control_value, _, control_error = _check(claim.check, control_results(claim, results), level)
     holds = value is True and (claim.floor is None or floor_passed is True)
+    reads = used_aliases(parse_check(claim.check, set(results)), set(results))
+    if claim.floor is not None:
+        reads |= used_aliases(parse_check(claim.floor.check, set(results)), set(results))
     return Outcome(claim, holds, numbers, error, control_passed=control_value is True,
                    control_error=control_error, undecided="; ".join(u for u in undecided if u),
                    floor_passed=floor_passed, control_undecided=_reasons(control_value),
-                   refuted=value is False)
+                   refuted=value is False, failed_runs=sorted(a for a in reads if isinstance(results[a], FailedRun)))
 
 
 class _Evaluator:

@@ -109,6 +109,9 @@ def summary(outcomes: list[Outcome]) -> str:
     deviations = [o for o in outcomes if o.ran and o.claim.kind == "deviation" and not o.inconclusive]
     if deviations:
         text += f"; {sum(not o.passed for o in deviations)} deviation(s) recorded as not reproduced"
+    failed_runs = sorted({a for o in outcomes for a in o.failed_runs})
+    if failed_runs:
+        text += f"; run(s) that did not finish: {', '.join(failed_runs)}"
     no_run_control = sum(o.ran and o.claim.kind != "deviation" and not o.claim.control.is_run for o in outcomes)
     if no_run_control:
         text += f"; {no_run_control} claim(s) without a run control"

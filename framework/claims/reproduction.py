@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from framework.claims.evidence import FailedRun
 from framework.claims.expressions import Outcome, evaluate
 from framework.claims.report import heading, headline, rewrite_readme, summary, table
 from framework.claims.schema import CLAIMS_FILE, ClaimsFile, RunRef, in_tier, load_claims
@@ -71,18 +72,40 @@ def obtain_all(runs: dict[str, RunRef], folder: Path, fresh: bool, jobs: int, ec
     which serves every sweep of the reproduction)."""
     from framework.loader import load_spec
     from framework.plan import expand_sweep
-    from framework.runner import obtain
 
     results: dict[str, Any] = {}
     for alias, ref in runs.items():
         spec = folder / ref.spec
-        if expand_sweep(load_spec(spec, ref.overrides)):
-            echo(f"== {alias}: sweep {spec}")
-            results[alias] = obtain_sweep(alias, spec, ref.overrides, jobs, echo, isolate)
-        else:
-            echo(f"== {alias}: {spec} {' '.join(ref.overrides)}".rstrip())
-            results[alias] = obtain(spec, ref.overrides, fresh=fresh)
+        try:
+            if expand_sweep(load_spec(spec, ref.overrides)):
+                echo(f"== {alias}: sweep {spec}")
+                results[alias] = obtain_sweep(alias, spec, ref.overrides, jobs, echo, isolate)
+            else:
+                echo(f"== {alias}: {spec} {' '.join(ref.overrides)}".rstrip())
+                results[alias] = _obtained(spec, ref.overrides, fresh)
+        except RunFailed as error:
+            echo(f"== {alias}: did not finish: {error}")
+            results[alias] = FailedRun(alias, str(error))
     return results
+
+
+def _obtained(spec: Path, overrides: list[str], fresh: bool) -> Any:
+    """`runner.obtain`, with a run that crashed (marked FAILED in the store by the runner) as
+    RunFailed; a mistake in the spec stays a SpecError, an interrupt an interrupt."""
+    from framework.errors import SpecError
+    from framework.runner import obtain
+
+    try:
+        return obtain(spec, overrides, fresh=fresh)
+    except SpecError:
+        raise
+    except Exception as error:  # the run itself failed: its claims are inconclusive, the exit is 1
+        raise RunFailed(f"{type(error).__name__}: {error}") from error
+
+
+class RunFailed(RuntimeError):
+    """A run or a sweep trial of the claims did not finish (it is FAILED or KILLED in the store):
+    the claims that read it are inconclusive, and `exp reproduce` exits 1."""
 
 
 def obtain_sweep(alias: str, spec: Path, overrides: list[str], jobs: int, echo: Any = print,
@@ -94,7 +117,8 @@ def obtain_sweep(alias: str, spec: Path, overrides: list[str], jobs: int, echo: 
 
     sweep = run_sweep(spec, overrides, jobs=jobs, echo=echo, isolate=isolate)
     if sweep.failed:
-        raise RuntimeError(f"run '{alias}': {len(sweep.failed)} trial(s) of {spec} did not finish")
+        raise RunFailed(f"{len(sweep.failed)} trial(s) of {spec} did not finish: "
+                        + "; ".join(f"{o.trial.name}: {o.status}" for o in sweep.failed))
     trials = []
     for outcome in sweep.outcomes:
         metrics = outcome.metrics

@@ -374,6 +374,22 @@ def test_reproduce_exits_nonzero_when_a_claim_fails(tracked: str, tmp_path: Path
     assert main(["reproduce", str(folder)]) == 1
 
 
+def test_a_run_that_fails_makes_its_claims_inconclusive_and_exits_1(tracked: str, tmp_path: Path) -> None:
+    """`t` crashes in training (cvm_dependence needs a 'group' column the data lack): the claim that
+    reads it is inconclusive with the reason, the one that does not is still checked, exit 1."""
+    runs = FULL_RUNS + "  crash: {spec: tiny.yaml, overrides: ['data={type: synthetic_classification, n_features: 6}']}\n"
+    crashing = _replace_in(LEARNS, "t['test/accuracy'] > 0.6", "crash['test/accuracy'] > 0.6").replace(
+        "numbers: {t: {", "numbers: {crash: {").replace("name: learns", "name: crashes")
+    folder = _folder(tmp_path, FULL_HEADLINE + LEARNS + crashing, runs)
+    printed: list[str] = []
+    outcomes = reproduce(folder, echo=printed.append)
+    assert [o.status.split(":")[0] for o in outcomes] == ["full tier, not run", "pass", "inconclusive"]
+    assert "run 'crash' did not finish" in outcomes[2].undecided and "group" in outcomes[2].undecided
+    assert outcomes[2].failed_runs == ["crash"] and not outcomes[2].failed
+    assert any("run(s) that did not finish: crash" in line for line in printed)
+    assert main(["reproduce", str(folder)]) == 1
+
+
 def test_reproduce_checks_every_spec_before_running_any(tracked: str, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture) -> None:
     """A mistake in the second spec the claims need (the seeds sweep, run after `t`): exit 2 and a
