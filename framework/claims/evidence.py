@@ -187,11 +187,6 @@ class Interval:
         ends = sorted((abs(self.low), abs(self.high)))
         return Interval(0.0 if self.low <= 0 <= self.high else ends[0], ends[1], self.what)
 
-    def map(self, function: Callable[[float], float], what: str = "") -> Interval:
-        """The range of an increasing `function` over this one (ends mapped; -inf/inf kept where
-        the function cannot take them, e.g. log at 0)."""
-        return Interval(function(self.low), function(self.high), what or self.what)
-
     def __pos__(self) -> Interval:
         return self
 
