@@ -277,12 +277,13 @@ def paired_margin(a: list[float], b: list[float], level: float = DEFAULT_LEVEL) 
 def best_setting(values: list[float], params: list[Any], largest: bool) -> Any:
     """The setting of the best value (largest or smallest) over a swept grid. A number, or an
     Interval: open beyond the grid's end when the best is its first or last setting (the optimum
-    may lie outside what was swept), the span of the settings when several tie exactly. Settings
-    that are not numbers: the setting, or Undecided on a tie."""
+    may lie outside what was swept), the span of the settings when several tie (equal to float
+    rounding: `math.isclose` at rel_tol 1e-9, so 0.9259 computed two ways is a tie). Settings that
+    are not numbers: the setting, or Undecided on a tie."""
     if len(values) != len(params) or not values:
         raise ValueError(f"needs two equal-length, non-empty lists, got {len(values)} values and {len(params)} params")
     top = max(values) if largest else min(values)
-    best = [p for v, p in zip(values, params) if v == top]
+    best = [p for v, p in zip(values, params) if math.isclose(v, top, rel_tol=1e-9, abs_tol=1e-12)]
     which = "largest" if largest else "smallest"
     if not all(_number(p) for p in params):
         if len(best) > 1:

@@ -55,6 +55,10 @@ def test_an_optimum_at_the_grid_edge_or_a_tie_is_a_range() -> None:
     tie = argmax_param([0.5, 0.9, 0.9, 0.1], [1, 2, 3, 4])  # an exact tie: the span of the tied settings
     assert (tie.low, tie.high) == (2, 3) and "a tie of 0.9 at [2, 3]" in repr(tie)
     assert isinstance(tie < 3, Undecided) and (tie < 4) is True
+    # equal but for the last float bit (0.9259 at two rates, computed in different orders) is a tie
+    rounded = argmax_param([0.1, 0.1 + 0.2, 0.3, 0.2], [1, 2, 3, 4])
+    assert (rounded.low, rounded.high) == (2, 3)
+    assert argmax_param([0.1, 0.3001, 0.3, 0.2], [1, 2, 3, 4]) == 2  # a real difference is not a tie
     assert isinstance(argmax_param([0.9, 0.9], ["a", "b"]), Undecided)
     with pytest.raises(ValueError, match="argmax_param needs two equal-length"):
         argmax_param([], [])
