@@ -6,4 +6,5 @@ ENTRIES = {
         "digits_transfer": "components.adapters.data:DigitsTransfer",
         "instruction_jsonl": "components.adapters.instructions:InstructionJSONL",
     },
+    "claim_functions": {"column_at": "components.adapters.claims:column_at"},
 }
