@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from framework.loader import load_spec
 from framework.runner import run
 
 pytest.importorskip("diffusers")
@@ -34,3 +35,14 @@ def test_sdxl_without_weights_stops_at_start(tracked: str, tmp_path: Path, monke
         run(LOTTS / "sdxl.yaml", ["hardware.accelerator=cpu"])
     runs = MlflowClient(tracked).search_runs([MlflowClient(tracked).get_experiment_by_name("lotts").experiment_id])
     assert runs and runs[0].info.status == "FAILED"
+
+
+@pytest.mark.parametrize("family", ["sdxl", "sd21", "flux"])
+def test_paper_scale_best_of_n_samples_as_lotts_does(family: str) -> None:
+    """Best-of-N samples with the prompt LoTTS samples and refines with (an equal budget of
+    conditioning: no "high quality" suffix for one method only), with the same steps and guidance."""
+    lotts = load_spec(LOTTS / f"{family}.yaml").data["task"]["sampler"]
+    best = load_spec(LOTTS / f"{family}_best_of_n.yaml").data["task"]["sampler"]
+    assert lotts["type"] == "lotts" and best["type"] == "best_of_n"
+    assert lotts["quality"] == lotts["refine_quality"] == best["quality"] == "high"
+    assert (best["num_steps"], best["guidance_scale"]) == (lotts["num_steps"], lotts["guidance_scale"])
