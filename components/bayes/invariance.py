@@ -14,6 +14,7 @@ with delta by marginal likelihood.
 from __future__ import annotations
 
 import copy
+import math
 import statistics
 from typing import Annotated, Literal
 
@@ -23,7 +24,7 @@ from torch import nn
 
 from components.bayes.laplace import FullLaplace, output_jacobians
 from components.bayes.rescaling import canonical_gammas, parameter_scales, random_gammas, relu_rescale
-from components.types import PositiveFloat, PositiveInt, Probability
+from components.types import PositiveFloat, PositiveInt
 
 Split = Literal["train", "val", "test"]
 Prior = Literal["both", "isotropic", "gamma_canonical"]
@@ -74,6 +75,9 @@ class LaplaceRescaling:
             the choice of gamma matters).
         evidence_gain_over_balanced: log-evidence at gamma* minus at gamma = 0.5 (norm balancing;
             only when 0.5 is on the grid).
+        log_evidence_gamma<g>: the network's EB log-evidence at each gamma g of the grid (`g` as
+            Python's `{g:g}` writes it: gamma0.9, gamma-0.3): the curve whose best point is gamma*,
+            for a claim to check that the best is not at the grid's edge.
       always:
         function_max_diff: max |f_rescaled(x) - f(x)| over the networks and the fit and eval
             inputs (0 up to float64 rounding: the rescalings preserve the function).
@@ -87,7 +91,8 @@ class LaplaceRescaling:
         fit_split: Data the Laplace approximation and the evidence are computed on.
         eval_split: Data the predictive variance is averaged over.
         prior: 'isotropic', 'gamma_canonical', or 'both' (the metrics above for each).
-        gammas: The grid of the family's gamma (each in [0, 1]) for the joint selection; one value
+        gammas: The grid of the family's gamma for the joint selection (the paper's family is
+            [0, 1]; values beyond it continue the same formula, `canonical_gammas`); one value
             fixes gamma.
     """
 
@@ -101,12 +106,14 @@ class LaplaceRescaling:
         fit_split: Split = "train",
         eval_split: Split = "test",
         prior: Prior = "both",
-        gammas: Annotated[list[Probability], MinLen(1)] = list(DEFAULT_GAMMAS),
+        gammas: Annotated[list[float], MinLen(1)] = list(DEFAULT_GAMMAS),
     ) -> None:
         if likelihood not in ("classification", "regression"):
             raise ValueError(f"likelihood must be 'classification' or 'regression', got '{likelihood}'")
         if prior not in ("both", "isotropic", "gamma_canonical"):
             raise ValueError(f"prior must be 'both', 'isotropic' or 'gamma_canonical', got '{prior}'")
+        if not all(math.isfinite(g) for g in gammas) or len(set(gammas)) != len(gammas):
+            raise ValueError(f"gammas must be distinct finite numbers, got {list(gammas)}")
         self.num_rescalings, self.log_std, self.seed = num_rescalings, log_std, seed
         self.likelihood, self.sigma_noise = likelihood, sigma_noise
         self.fit_split, self.eval_split = fit_split, eval_split
@@ -171,6 +178,7 @@ class LaplaceRescaling:
             results[f"{prefix}gamma_evidence_range"] = _spread(own)
             if 0.5 in self.gammas:
                 results[f"{prefix}evidence_gain_over_balanced"] = max(own) - own[self.gammas.index(0.5)]
+            results.update({f"{prefix}log_evidence_gamma{gamma:g}": value for gamma, value in zip(self.gammas, own)})
         return results
 
     @staticmethod

@@ -27,6 +27,10 @@ SHARED = {"function_max_diff", "evidence_spread", "evidence_std", "variance_spre
 GAMMA_ONLY = {"selected_gamma", "selected_gamma_spread", "gamma_evidence_range", "evidence_gain_over_balanced"}
 
 
+def curve(gammas: list[float]) -> set[str]:
+    return {f"log_evidence_gamma{g:g}" for g in gammas}
+
+
 def test_isotropic_varies_and_its_grid_is_itself(trained):
     results = LaplaceRescaling(num_rescalings=3, prior="isotropic")(*trained)
     assert set(results) == SHARED
@@ -37,7 +41,7 @@ def test_isotropic_varies_and_its_grid_is_itself(trained):
 def test_gamma_canonical_is_invariant_for_every_gamma_and_selects_the_best(trained):
     gammas = [0.0, 0.5, 1.0]
     results = LaplaceRescaling(num_rescalings=3, prior="gamma_canonical", gammas=gammas)(*trained)
-    assert set(results) == SHARED | GAMMA_ONLY
+    assert set(results) == SHARED | GAMMA_ONLY | curve(gammas)
     assert results["grid_evidence_spread"] < 1e-6 and results["grid_variance_spread_rel"] < 1e-6
     assert results["selected_gamma"] in gammas and results["selected_gamma_spread"] == 0.0
     fixed = [LaplaceRescaling(num_rescalings=1, prior="gamma_canonical", gammas=[g])(*trained) for g in gammas]
@@ -46,16 +50,29 @@ def test_gamma_canonical_is_invariant_for_every_gamma_and_selects_the_best(train
     assert results["evidence_gain_over_balanced"] == pytest.approx(
         results["log_evidence"] - balanced["log_evidence"], abs=1e-9)
     assert balanced["evidence_gain_over_balanced"] == 0.0 and balanced["gamma_evidence_range"] == 0.0
+    assert [results[f"log_evidence_gamma{g:g}"] for g in gammas] == pytest.approx(
+        [f["log_evidence"] for f in fixed], abs=1e-9), "the curve is each gamma's own evidence"
+
+
+def test_the_grid_may_run_past_the_family(trained):
+    """gammas beyond [0, 1] continue the family's formula: still invariant, and on the curve."""
+    gammas = [-0.3, 0.5, 1.3]
+    results = LaplaceRescaling(num_rescalings=2, prior="gamma_canonical", gammas=gammas)(*trained)
+    assert results["grid_evidence_spread"] < 1e-6 and results["grid_variance_spread_rel"] < 1e-6
+    assert {"log_evidence_gamma-0.3", "log_evidence_gamma1.3"} <= set(results)
+    assert results["log_evidence"] == max(results[k] for k in curve(gammas))
 
 
 def test_both_prefixes_the_gamma_canonical_metrics(trained):
     results = LaplaceRescaling(num_rescalings=1, gammas=[0.5])(*trained)
-    assert set(results) == SHARED | {f"canonical_{k}" for k in SHARED - {"function_max_diff"} | GAMMA_ONLY}
+    assert set(results) == SHARED | {f"canonical_{k}" for k in SHARED - {"function_max_diff"} | GAMMA_ONLY | curve([0.5])}
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"prior": "flat"}, "prior must be 'both', 'isotropic' or 'gamma_canonical', got 'flat'"),
-], ids=["prior"])
+    ({"gammas": [0.5, float("nan")]}, "gammas must be distinct finite numbers, got [0.5, nan]"),
+    ({"gammas": [0.5, 0.5]}, "gammas must be distinct finite numbers, got [0.5, 0.5]"),
+], ids=["prior", "gamma-nan", "gamma-twice"])
 def test_laplace_rescaling_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ValueError) as error:
         LaplaceRescaling(**kwargs)
