@@ -26,10 +26,10 @@ import math
 from typing import Any, Literal
 
 import torch
-from components.types import PositiveFloat
+from components.types import NonNegativeFloat, PositiveFloat
 
 Tensor = torch.Tensor
-StepSchedule = Literal["constant", "sqrt"]
+StepSchedule = Literal["constant", "sqrt", "harmonic"]
 
 
 class MinimaxAlgorithm:
@@ -115,34 +115,53 @@ class _Optimistic:
 
 
 class _Vanilla(MinimaxAlgorithm):
-    def __init__(self, step_size: PositiveFloat = 0.5, schedule: StepSchedule = "constant") -> None:
+    def __init__(self, step_size: PositiveFloat = 0.5, schedule: StepSchedule = "constant",
+                 step_scale: PositiveFloat = 2.0, step_offset: PositiveFloat = 10.0,
+                 horizon_exponent: NonNegativeFloat = 0.25) -> None:
         super().__init__()
-        if schedule not in ("constant", "sqrt"):
-            raise ValueError(f"schedule must be 'constant' or 'sqrt', got {schedule!r}")
+        if schedule not in ("constant", "sqrt", "harmonic"):
+            raise ValueError(f"schedule must be 'constant', 'sqrt' or 'harmonic', got {schedule!r}")
         self.eta, self.schedule = step_size, schedule
+        self.step_scale, self.step_offset, self.horizon_exponent = step_scale, step_offset, horizon_exponent
 
     def step_size(self, t: int) -> float:
-        return self.eta if self.schedule == "constant" else self.eta / math.sqrt(t + 1)
+        if self.schedule == "constant":
+            return self.eta
+        if self.schedule == "sqrt":
+            return self.eta / math.sqrt(t + 1)
+        # The perturbed methods' step family without the regularization: see _VANILLA_ARGS.
+        return min(self.eta, self.step_scale * self.horizon ** self.horizon_exponent / (t + self.step_offset))
+
+
+_VANILLA_ARGS = """
+    Args:
+        step_size: eta (constant), eta_0 of eta_t = eta_0 / sqrt(t + 1) ("sqrt"), or the cap
+            eta_max of the "harmonic" step.
+        schedule: "constant", "sqrt" (the decreasing step of NOTES.md's second baseline) or
+            "harmonic": eta_t = min(eta_max, step_scale * T^horizon_exponent / (t + step_offset)),
+            T the horizon. It is the step family of the perturbed methods, whose step
+            min(max_step_size, c / (lambda (t + t_0))) with lambda = lambda_0 T^(-exponent) is this
+            with eta_max = max_step_size, step_scale = c / lambda_0, step_offset = t_0 and
+            horizon_exponent = exponent: a vanilla baseline on the same schedule, without the
+            regularization of the operator.
+        step_scale: The harmonic step's scale (ignored by the other schedules).
+        step_offset: The harmonic step's t_0 (ignored by the other schedules).
+        horizon_exponent: The harmonic step's growth with the horizon T (ignored by the other
+            schedules); 0 makes it the same for every T.
+"""
 
 
 class StochasticExtragradient(_Extragradient, _Vanilla):
-    """Vanilla S-EG (Korpelevich's extragradient with noisy gradients and projections), the
-    baseline whose last iterate stalls at a noise floor on bilinear games (perturbed_eg).
-
-    Args:
-        step_size: eta (constant), or eta_0 of eta_t = eta_0 / sqrt(t + 1).
-        schedule: "constant" or "sqrt" (the decreasing step of NOTES.md's second baseline).
-    """
+    __doc__ = """Vanilla S-EG (Korpelevich's extragradient with noisy gradients and projections), the
+    baseline whose last iterate the paper says can stall at a noise floor on bilinear games
+    (perturbed_eg).
+""" + _VANILLA_ARGS
 
 
 class StochasticOptimisticGDA(_Optimistic, _Vanilla):
-    """Vanilla S-OGDA (projected optimistic GDA, Popov's form, one noisy gradient per step), the
+    __doc__ = """Vanilla S-OGDA (projected optimistic GDA, Popov's form, one noisy gradient per step), the
     other baseline of perturbed_eg.
-
-    Args:
-        step_size: eta (constant), or eta_0 of eta_t = eta_0 / sqrt(t + 1).
-        schedule: "constant" or "sqrt".
-    """
+""" + _VANILLA_ARGS
 
 
 class _Perturbed(MinimaxAlgorithm):

@@ -78,6 +78,28 @@ def test_perturbed_schedules() -> None:
     assert StochasticOptimisticGDA(0.4).regularization(5) == 0.0
 
 
+@pytest.mark.parametrize("vanilla, perturbed", [(StochasticExtragradient, PerturbedExtragradient),
+                                                 (StochasticOptimisticGDA, PerturbedOptimisticGDA)])
+def test_harmonic_vanilla_step_is_the_perturbed_methods_step(vanilla, perturbed) -> None:  # type: ignore[no-untyped-def]
+    """perturbed_eg's baseline on the method's own step family (issue 30): the harmonic schedule
+    with eta_max = max_step_size, step_scale = c / lambda_0, the same t_0 and exponent gives, at
+    every horizon T and iteration t, exactly the perturbed method's step; only the operator's
+    regularization differs."""
+    method = perturbed(regularization=0.5, exponent=0.25, max_step_size=0.4, step_scale=3.0, step_offset=7.0)
+    baseline = vanilla(step_size=0.4, schedule="harmonic", step_scale=3.0 / 0.5, step_offset=7.0, horizon_exponent=0.25)
+    game = BilinearGame(2)
+    for horizon in (100, 3000, 100000):
+        for algorithm in (method, baseline):
+            algorithm.reset(game, torch.zeros(1, 2), torch.zeros(1, 2), horizon)
+        steps = [method.step_size(t) for t in (0, 5, 50, 500, horizon - 1)]
+        assert [baseline.step_size(t) for t in (0, 5, 50, 500, horizon - 1)] == pytest.approx(steps, rel=1e-12)
+        assert steps[0] == 0.4 and steps[-1] < 0.4  # capped at first, then decaying like 1/t
+        assert baseline.regularization(0) == 0.0 and method.regularization(0) > 0.0
+    flat = vanilla(step_size=1.0, schedule="harmonic", step_scale=2.0, step_offset=10.0, horizon_exponent=0.0)
+    flat.reset(game, torch.zeros(1, 2), torch.zeros(1, 2), 50)
+    assert flat.step_size(0) == pytest.approx(0.2) and flat.step_size(30) == pytest.approx(0.05)
+
+
 def test_anchor_choices() -> None:
     game = BilinearGame(3, constraint="simplex")
     x, y = game.sample((2,), torch.Generator().manual_seed(0))
@@ -119,7 +141,7 @@ def test_noise_floor_versus_perturbed_rate_at_tiny_size() -> None:
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: StochasticOptimisticGDA(schedule="linear"), "schedule must be 'constant' or 'sqrt', got 'linear'"),
+        (lambda: StochasticOptimisticGDA(schedule="linear"), "schedule must be 'constant', 'sqrt' or 'harmonic', got 'linear'"),
         (lambda: PerturbedOptimisticGDA(lambda_schedule="fixed"), "lambda_schedule must be 'horizon' or 'anytime', got 'fixed'"),
         (lambda: PerturbedOptimisticGDA(anchor="origin"), "anchor must be 'center' or 'initial', got 'origin'"),
     ],
@@ -138,6 +160,8 @@ def test_perturbed_step_needs_reset() -> None:
 
 @pytest.mark.parametrize("name, arguments, problems", [
     ("seg", {"step_size": 0.0}, {"step_size": "must be > 0, got number 0.0"}),
+    ("sogda", {"step_scale": 0.0, "horizon_exponent": -0.5}, {"step_scale": "must be > 0, got number 0.0",
+                                                              "horizon_exponent": "must be >= 0, got number -0.5"}),
     ("perturbed_seg", {"regularization": -1.0, "exponent": 0}, {"regularization": "must be > 0, got number -1.0",
                                                                "exponent": "must be > 0, got integer 0"}),
     ("perturbed_sogda", {"regularization": 1e-9, "step_offset": 1e-9}, {}),
