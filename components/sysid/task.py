@@ -31,7 +31,11 @@ streams), with `<m>` = regret (or loss without `theta`):
   rule's proxy over the second half of the stream divided by the true path variation per step
   V_T / (T - 1): about 1 when the proxy tracks the drift, >> 1 when the noise overhead dominates.
 Over all groups: `test/ratio_<label>_max`, `test/ratio_mistuned_min` (the smaller of the two
-mis-tuned ratios, minimized over groups). With `wear` in the data (degradation streams):
+mis-tuned ratios, minimized over groups). Over the horizons of a series (the groups named
+`<series>_T<horizon>` with the same `<series>`, e.g. `beta0_T1000`, `beta0_T4000`: one drift rate),
+when it has two or more: `test/slope_<m>_oracle_<series>`, the least-squares slope of
+log(oracle <m>) against log T (the exponent of the oracle's rate; one value per run, so a claim can
+compare it across seeds). With `wear` in the data (degradation streams):
 `test/health_spearman_<label>`, the mean over streams of Spearman's rank correlation between the
 rule's residual proxy (`indicator`, the averaged squared residual) and the true wear over each stream's steps after `health_burn_in`.
 """
@@ -39,6 +43,7 @@ rule's residual proxy (`indicator`, the averaged squared residual) and the true 
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -209,6 +214,7 @@ class OnlineIdentification(PlainLoop):
                 if not math.isnan(ratio):
                     out[f"test/proxy_ratio_{rule.label}_{group}"] = ratio
         out["test/ratio_mistuned_min"] = min(ratios.pop("mistuned"))
+        out.update(self._oracle_slopes(out, name))
         for label, values in ratios.items():
             out[f"test/ratio_{label}_max"] = max(values)
         if self.has_wear:
@@ -217,6 +223,21 @@ class OnlineIdentification(PlainLoop):
                 if not math.isnan(rho):
                     out[f"test/health_spearman_{rule.label}"] = rho
         return {k: float(v) for k, v in out.items()}
+
+    def _oracle_slopes(self, out: dict[str, float], name: str) -> dict[str, float]:
+        """Per series (groups `<series>_T<horizon>`, two or more horizons): the log-log slope of the
+        oracle's regret (or loss) against T."""
+        series: dict[str, list[tuple[int, float]]] = {}
+        for group in self.groups:
+            match = re.fullmatch(r"(.+)_T(\d+)", group)
+            if match:
+                series.setdefault(match[1], []).append((int(match[2]), out[f"test/{name}_oracle_{group}"]))
+        slopes = {}
+        for label, points in series.items():
+            horizons, values = np.array(points, dtype=float).T
+            if len(set(horizons)) >= 2 and (values > 0).all():
+                slopes[f"test/slope_{name}_oracle_{label}"] = float(np.polyfit(np.log(horizons), np.log(values), 1)[0])
+        return slopes
 
     def _proxy_ratio(self, members: np.ndarray, j: int) -> float:
         """Median proxy over each stream's second half / its true variation per step, median over streams."""

@@ -83,6 +83,22 @@ def test_oracle_and_adaptive_on_a_drifting_system() -> None:
     assert task.steps.item() == 3000
 
 
+def test_oracle_slope_per_drift_rate_is_the_log_log_fit_over_horizons() -> None:
+    """One slope per series `<series>_T<horizon>`: the least-squares exponent of the oracle's
+    regret against T, from the same per-group values the run logs."""
+    L.seed_everything(0, verbose=False)
+    data = DriftingLinear(dim=2, horizons=[200, 400, 800], betas=[0.0, 0.5], variation=1.0, noise=0.05,
+                          replicates=1, block=200)
+    task = OnlineIdentification([], grid_low=1e-2, grid_high=0.5, grid_per_decade=2, mistuning=10**0.5)
+    metrics = fit_and_test(task, data)
+    for series in ("beta0", "beta0.5"):
+        regrets = [metrics[f"test/regret_oracle_{series}_T{T}"] for T in (200, 400, 800)]
+        expected = np.polyfit(np.log([200, 400, 800]), np.log(regrets), 1)[0]
+        assert metrics[f"test/slope_regret_oracle_{series}"] == pytest.approx(expected, abs=1e-5)  # float32
+    assert not any(k.startswith("test/slope_") for k in fit_and_test(
+        OnlineIdentification([], grid_low=1e-2, grid_high=0.5), DriftingLinear(horizons=[300], replicates=1, block=300)))
+
+
 def test_learner_labels_and_mistuning_must_fit_the_grid() -> None:
     with pytest.raises(ValueError, match="learner labels must differ"):
         OnlineIdentification([FixedStep(0.1), FixedStep(0.2)])
@@ -104,4 +120,4 @@ def test_tiny_spec_runs_through_the_framework(tracked: str) -> None:
     result = run(SPECS / "tiny.yaml", ["data.horizons=[200, 400]", "data.replicates=1", "data.block=100"])
     assert result.metrics["test/ratio_mistuned_min"] > 1
     assert all(math.isfinite(v) for v in result.metrics.values())
-    assert {"test/regret_oracle_beta0.3333_T400", "test/ratio_inv_sqrt_max"} <= set(result.metrics)
+    assert {"test/regret_oracle_beta0.3333_T400", "test/ratio_inv_sqrt_max", "test/slope_regret_oracle_beta0"} <= set(result.metrics)
