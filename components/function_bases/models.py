@@ -47,6 +47,14 @@ class LieBasis(nn.Module):
         eye = torch.eye(self.size, dtype=q0.dtype, device=q0.device)
         return self.integrator.integrate(lambda t: self.generator.matrix(t, q0), eye)
 
+    @torch.no_grad()
+    def generator_rank(self, times: int = 21) -> int:
+        """The largest numerical rank of A_theta(t) over `times` equally spaced t in [0, 1]: measured,
+        not read from the config (2 * pairs unless the networks' outputs are degenerate)."""
+        q0 = self.reference_on_quadrature
+        grid = torch.linspace(0.0, 1.0, times, dtype=q0.dtype, device=q0.device)
+        return max(int(torch.linalg.matrix_rank(self.generator.matrix(t, q0))) for t in grid)
+
     def evaluate(self, points: Tensor, derivatives: bool = False) -> tuple[Tensor, Tensor | None]:
         """(values (n, M), gradients (n, M, dim) or None) of Phi(1) at points (n, dim)."""
         q = self.rotation()
@@ -65,6 +73,10 @@ class FixedBasis(nn.Module):
         super().__init__()
         self.reference = reference
         self.size, self.dim = reference.size, reference.dim
+
+    def generator_rank(self) -> int:
+        """0: no generator moves a fixed basis."""
+        return 0
 
     def evaluate(self, points: Tensor, derivatives: bool = False) -> tuple[Tensor, Tensor | None]:
         """The reference's values and gradients at points (n, dim)."""

@@ -7,7 +7,9 @@ gives full batches on uniform grids (components.function_bases.data).
 Logged keys: `train/loss` per step and `train/orthonormality_error` every `log_every_n_steps`;
 at test, for each test batch (one per grid size, suffix `_n<points per axis>`):
 `test/orthonormality_error_n<N>`, max |Phi^T W Phi - I| over all M functions with the grid's
-quadrature W, and each key of the objective's report (`test/captured_variance_n512`, ...).
+quadrature W, and each key of the objective's report (`test/captured_variance_n512`, ...); and
+`test/generator_rank`, the largest numerical rank of the generator's matrix A(t) over t (2 x pairs
+for `lie_basis`, 0 for `fixed_basis`), where the model gives it.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class BasisLearning(L.LightningModule):
         self.log(f"test/orthonormality_error_{suffix}", orthonormality_error(values, batch["weights"]), batch_size=1)
         for key, value in self.objective.report(self.model, batch).items():
             self.log(f"test/{key}_{suffix}", value, batch_size=1)
+        if callable(getattr(self.model, "generator_rank", None)):
+            self.log("test/generator_rank", float(self.model.generator_rank()), batch_size=1)
 
     def configure_optimizers(self) -> Any:
         if self.optimizer_factory is None:

@@ -120,18 +120,13 @@ def test_prose_check_catches_contradictions(prose: str, problem: str | None) -> 
 # real run). Each is a debt the table shows as "no run control"; the list may only shrink: a claim
 # given a run control leaves it, and a new claim without one fails here.
 WITHOUT_RUN_CONTROL: dict[str, set[str]] = {
-    "bfmnet": {"large_markets_guarantees"},
     "causim": {"accuracy_falls_with_depth", "lm_learns"},
-    "drift_sysid": {"adaptive_near_oracle_every_drift_shape", "oracle_slope_grows_with_drift"},
     "elm_budget": {"each_axis_alone_improves", "interior_optimum_at_fixed_budget"},
     "flowgda": {"flow_competitive_with_gst_on_digits"},
     "lgs_pde": {"vae_keeps_the_fields"},
     "lhdlm": {"lhdlm_long_recovers_the_planted_clusters"},
-    "lora_reeval": {"the_shift_is_real"},
     "lotts": {"local_resampling_improves_the_sample", "unmasked_region_unchanged"},
-    "perturbed_eg": {"closer_to_quarter_than_seventh", "fixed_horizon_rate", "gap_falls_with_horizon"},
     "sae_replay": {"batchtopk_t8_matches_fresh", "dense_sweep_non_increasing", "lm_learns_text"},
-    "stompp": {"tested_fully_binary"},
 }
 
 
