@@ -6,6 +6,7 @@
     exp sweep SPEC --launcher slurm       the trials as a SLURM job array, through submitit (framework/slurm.py)
     exp resume RUN_ID / exp rerun RUN_ID  continue a killed run / run a stored spec again
     exp reproduce specs/<paper>/ [--full]  run what the paper's claims need, check them
+    exp reproduce ... --record | --verify N | --verify-all   recorded results (framework/claims/record.py)
     exp compare TARGET ...                runs of an experiment, a sweep or ids: table, export, plot
     exp ui [--port N]                     the MLflow UI on the runs' store, with links to what to compare
     exp validate PATH ...                 structure and component arguments; never imports torch
@@ -395,9 +396,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from framework.claims import reproduce
+    from framework.claims.record import RecordMismatch
 
-    outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs,
-                         full=args.full, isolate=args.isolate)
+    try:
+        outcomes = reproduce(args.folder, fresh=args.fresh, write_readme=args.write_readme, jobs=args.jobs,
+                             full=args.full, isolate=args.isolate, record=args.record, verify=args.verify,
+                             verify_all=args.verify_all, sample_seed=args.sample_seed)
+    except RecordMismatch as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_FAILED
     # a claim that failed, or a run that did not finish (its claims read inconclusive), exits 1
     return EXIT_FAILED if any(o.failed or o.failed_runs for o in outcomes) else 0
 
@@ -621,6 +628,12 @@ def _add_run_commands(sub: Any) -> None:
     rp.add_argument("--full", action="store_true",
                     help="also the runs and claims marked `tier: full` (default: the default tier only)")
     rp.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel sweep trials")
+    rp.add_argument("--record", action="store_true",
+                    help="run the default tier from scratch and write the folder's results.lock")
+    rp.add_argument("--verify", type=int, default=0, metavar="N",
+                    help="re-run N recorded runs from scratch (the headline's first) and require the recorded numbers")
+    rp.add_argument("--verify-all", action="store_true", help="re-run every recorded run (before recording, a release)")
+    rp.add_argument("--sample-seed", default=None, help="the seed of --verify's sample (default: the git commit)")
     _add_isolate(rp)
     rp.set_defaults(func=cmd_reproduce)
     for name, func, text in (("resume", cmd_resume, "continue a killed run from its last checkpoint"),

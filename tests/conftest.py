@@ -55,10 +55,19 @@ def upstream_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("upstream-cache")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--verify-all", action="store_true",
+                     help="also collect the tests marked verify_all: re-run every recorded claims run")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "upstream_cache" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("upstream"))
+    if not config.getoption("--verify-all"):  # deselected, not skipped: they are a separate run
+        kept = [item for item in items if item.get_closest_marker("verify_all") is None]
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -27,16 +27,32 @@ class TrialResult(RunResult):
 
 
 def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = False, jobs: int = 1,
-              echo: Any = print, full: bool = False, isolate: str = "fork") -> list[Outcome]:
+              echo: Any = print, full: bool = False, isolate: str = "fork", record: bool = False,
+              verify: int = 0, verify_all: bool = False, sample_seed: str | None = None) -> list[Outcome]:
     """Obtain the runs of the tiers asked for (default only, or all with `full`), check the claims,
     print the table and a summary, log them to MLflow, optionally rewrite the README's table.
     Returns an outcome per claim, in file order; a claim outside the tiers has `ran` False. The
-    report's text (what --write-readme writes) is `report(folder, outcomes, full)`."""
+    report's text (what --write-readme writes) is `report(folder, outcomes, full)`.
+
+    Recorded results (framework.claims.record): `record` runs the default tier from scratch and
+    writes the folder's results.lock; otherwise a default-tier alias recorded for its current
+    spec hashes is read from the record (unless `fresh`), and `verify` (a sample of that many) or
+    `verify_all` re-runs recorded runs from scratch and raises RecordMismatch on a difference."""
+    from framework.claims import record as rec
+
     folder = Path(folder)
     claims, _ = load_claims(folder)
     runs = {alias: ref for alias, ref in claims.runs.items() if in_tier(ref.tier, full)}
     check_specs(runs, folder)
-    results = obtain_all(runs, folder, fresh, jobs, echo, isolate)
+    if record:
+        results = _record(folder, claims, runs, jobs, echo, isolate)
+    else:
+        recorded = {} if fresh else _recorded(folder, claims, runs, echo)
+        if verify or verify_all:
+            _verify(folder, claims, recorded, None if verify_all else verify, sample_seed, echo)
+        results = obtain_all({a: ref for a, ref in runs.items() if a not in recorded}, folder, fresh, jobs, echo, isolate)
+        results.update({alias: rec.as_results(r, plan.sweep) for alias, (plan, r) in recorded.items()})
+        results = {alias: results[alias] for alias in runs}
     outcomes = [evaluate(c, results, claims.level) if in_tier(c.tier, full) else Outcome(c, False, ran=False)
                 for c in claims.claims]
     text = report(folder, outcomes, full)
@@ -48,6 +64,70 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
         rewrite_readme(folder / "README.md", text)
         echo(f"rewrote the claims table in {folder / 'README.md'}")
     return outcomes
+
+
+def _record(folder: Path, claims: ClaimsFile, runs: dict[str, RunRef], jobs: int, echo: Any,
+            isolate: str) -> dict[str, Any]:
+    """Run the default tier from scratch in a throwaway store and write the record."""
+    from framework.claims import record as rec
+    from framework.errors import UsageError
+
+    if any(ref.tier != "default" for ref in runs.values()):
+        raise UsageError("--record records the default tier; run it without --full")
+    planned = rec.plan_runs(runs, folder)
+    with rec.throwaway_store():
+        results = obtain_all(runs, folder, True, jobs, echo, isolate)
+        failed = [alias for alias, r in results.items() if isinstance(r, FailedRun)]
+        if failed:
+            echo(f"not recorded: run(s) {', '.join(failed)} did not finish")
+        else:
+            echo(f"recorded {len(runs)} run(s) in {rec.write_record(folder, claims.paper, planned, results)}")
+    return results
+
+
+def _recorded(folder: Path, claims: ClaimsFile, runs: dict[str, RunRef], echo: Any) -> dict[str, tuple[Any, list[Any]]]:
+    """alias -> (its plan, its recorded runs), for the default-tier aliases recorded for their
+    current spec hashes (framework.claims.record)."""
+    from framework.claims import record as rec
+
+    data = rec.read_record(folder)
+    if data is None:
+        return {}
+    default = {alias: ref for alias, ref in runs.items() if ref.tier == "default"}
+    planned = rec.plan_runs(default, folder)
+    found = {alias: (plan, r) for alias, plan in planned.items() if (r := rec.recorded_runs(data, plan)) is not None}
+    if found:
+        echo(f"from recorded results: {len(found)} of {len(runs)} run(s) read from {rec.record_path(folder)} "
+             f"(recorded on {data.get('code', 'unknown')}); `--verify N` re-runs a sample, `--verify-all` every one")
+    stale = sorted(set(default) - set(found))
+    if stale:
+        echo(f"not recorded for their current specs, so run now: {', '.join(stale)} "
+             f"(re-record: `{rec.rerecord_command(folder)}`)")
+    return found
+
+
+def _verify(folder: Path, claims: ClaimsFile, recorded: dict[str, tuple[Any, list[Any]]], size: int | None,
+            seed: str | None, echo: Any) -> None:
+    """Re-run a sample (or all, `size` None) of the recorded runs from scratch; RecordMismatch on a difference."""
+    from framework.claims import record as rec
+    from framework.claims.expressions import parse_check, used_aliases
+    from framework.errors import UsageError
+
+    if not recorded:
+        raise UsageError(f"{folder}: nothing to verify: no results recorded for the current specs "
+                         f"(`{rec.rerecord_command(folder)}` records them)")
+    aliases = set(claims.runs)
+    headline = [a for c in claims.claims if c.is_headline and c.tier == "default"
+                for a in sorted(used_aliases(parse_check(c.check, aliases), aliases))]
+    seed = f"{seed or rec.code_version()}:{claims.paper}"
+    runs = {alias: r for alias, (_, r) in recorded.items()}
+    picks = rec.sample(runs, list(dict.fromkeys(headline)), size, seed)
+    planned = {alias: plan for alias, (plan, _) in recorded.items()}
+    echo(f"verifying {len(picks)} of {sum(map(len, runs.values()))} recorded run(s) by re-running them "
+         f"from scratch (sample seed {seed!r})")
+    with rec.throwaway_store():
+        for line in rec.verify(folder, planned, picks, claims.verify, echo):
+            echo(line)
 
 
 def report(folder: str | Path, outcomes: list[Outcome], full: bool = False) -> str:

@@ -44,6 +44,11 @@ and `stages` controls are run controls: made-up numbers test the check expressio
 the table says so ("no run control"). A claim whose control also passes cannot fail:
 `exp reproduce` reports it and fails.
 
+Recorded results: `verify:` lists the metrics whose re-run may differ from the recording (see
+framework.claims.record), each with its reason: `{metrics: 'test/ms_*', why: ..., compare: false}`
+(wall-clock time) or `{metrics: ..., why: ..., rel: 1e-6, abs: 0}`. Every other metric must be
+bit-identical.
+
 Tiers: a run alias and a claim carry `tier: default` (when omitted) or `tier: full`.
 `exp reproduce` obtains the default-tier runs and checks the default-tier claims;
 `exp reproduce --full` does all of them. A default-tier claim may read only default-tier runs,
@@ -120,9 +125,21 @@ class Claim(_Closed):
         return self.kind == "headline" or self.headline
 
 
+class VerifyRule(_Closed):
+    """How a re-run must match the recorded value of the metrics a glob names (framework.claims.record):
+    `compare: false` (not compared: wall-clock time) or within `rel`/`abs` (math.isclose), and why."""
+
+    metrics: str = Field(min_length=1)
+    why: str = Field(min_length=10)
+    compare: bool = True
+    rel: float = Field(default=0.0, ge=0.0)
+    abs: float = Field(default=0.0, ge=0.0)
+
+
 class ClaimsFile(_Closed):
     paper: str = Field(pattern=r"^[a-z0-9_]+$")
     level: float = Field(default=DEFAULT_LEVEL, ge=0.5, lt=1.0)  # confidence of margin() intervals
+    verify: list[VerifyRule] = []  # exceptions to bit-identical re-runs of the recorded results
     runs: dict[str, RunRef]
     claims: list[Claim] = Field(min_length=1)
 
