@@ -68,6 +68,14 @@ from registry import did_you_mean
 
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _INDEX = re.compile(r"^[0-9]{1,18}$")  # a list index in a key path (ASCII digits: int() reads them)
+
+
+def list_index(part: str, length: int) -> int | None:
+    """The list position a key-path part names in a list of `length` items (`0`, `-1`: ASCII
+    digits only, so `²` is not an index), or None: the one reading of an index in a key path."""
+    if not _INDEX.match(part.removeprefix("-")) or not -length <= int(part) < length:
+        return None
+    return int(part) % length
 _YAML_TAG = "tag:yaml.org,2002:"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
@@ -764,9 +772,10 @@ def _set_path(loaded: Loaded, parts: list[str], value: Any, mark: Mark) -> Probl
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         if isinstance(node, list):
-            if not _INDEX.match(part.removeprefix("-")) or not -len(node) <= int(part) < len(node):
+            index = list_index(part, len(node))
+            if index is None:
                 return Problem(mark, path, f"index '{part}' is not valid for a list of {len(node)} item(s)")
-            key: str | int = int(part) % len(node)
+            key: str | int = index
         elif isinstance(node, dict):
             key = part
         else:
@@ -792,7 +801,7 @@ def _lookup(data: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
-        elif isinstance(node, list) and _INDEX.match(part) and int(part) < len(node):
+        elif isinstance(node, list) and list_index(part, len(node)) is not None and not part.startswith("-"):
             node = node[int(part)]
         else:
             keys = list(node) if isinstance(node, dict) else []

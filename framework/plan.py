@@ -23,9 +23,10 @@ from typing import Any, Callable
 import yaml
 
 from framework.errors import Problem, SpecError
-from framework.loader import (Loaded, apply_overrides, copy_tree, load_file, load_spec, merge_loaded,
+from framework.loader import (Loaded, apply_overrides, list_index, copy_tree, load_file, load_spec, merge_loaded,
                               reference_targets, resolve_references)
 from framework.spec import Sweep
+from framework.validate_cache import note_exists
 from framework.validate import ValidationCache, Schemas, validate, yaml_type
 
 _STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -133,6 +134,12 @@ def validate_plan(loaded: Loaded, schemas: Schemas, cache: ValidationCache | Non
                 valid = ", ".join(earlier) or "none (this is the first stage)"
                 problems.append(Problem(loaded.value_mark(path), path,
                                         f"unknown earlier stage '{init['stage']}'. Earlier stages: {valid}"))
+        elif init.get("spec") is not None and loaded.source:
+            path = ("stages", str(stage), "init", "spec") if stage else ("init", "spec")
+            other = FsPath(loaded.source).parent / init["spec"]
+            if not note_exists(other):  # recorded: creating the file invalidates a cached result
+                problems.append(Problem(loaded.value_mark(path), path, f"no spec file {other} (init.spec is a path "
+                                        f"relative to this spec's folder, {FsPath(loaded.source).parent})"))
         earlier.append(str(stage))
         units.append(Unit(stage, stage_loaded, operative))
     if problems:
@@ -298,6 +305,9 @@ class SweepChecker:
             resolve_references(with_sweep)
         self.trials = expand_sweep(with_sweep)
         self.sweep = _parsed_sweep(with_sweep) if self.trials else None
+        # where each sweep axis is written: a trial's mistake is reported on that line
+        self.axis_marks = {path[-1]: mark for path, mark in with_sweep.key_marks.items()
+                           if path[:1] == ("sweep",) and (len(path) == 3 or path[1:3] == ("random", "params"))}
         apply_overrides(loaded, ["sweep=null"])
         self.unresolved = loaded
         self.resolved = _copy(loaded)
@@ -325,6 +335,16 @@ class SweepChecker:
         resolve_references(loaded, only=reached)
         return validate_plan(loaded, self.schemas, self.cache)
 
+    def _located(self, problem: Problem, trial: Trial) -> Problem:
+        """A trial's problem; one that its own setting caused (the mark of a trial override) is
+        moved to the line of the sweep axis that wrote the setting."""
+        for setting in trial.overrides:
+            key = setting.partition("=")[0].strip()
+            mark = self.axis_marks.get(key)
+            if mark is not None and problem.mark is not None and problem.mark.source == f"override '{setting}'":
+                return Problem(mark, problem.path, f"sweep axis {setting}: {problem.message} [trial {trial.name}]")
+        return Problem(problem.mark, problem.path, f"{problem.message} [trial {trial.name}]")
+
     def check(self, each: Callable[[list[Unit]], None] = lambda units: None, limit: int = 10) -> list[Problem]:
         """Every trial's problems, each marked with its trial; `each(units)` is called for every
         valid trial, in order (its SpecError counts as the trial's). After `limit` failing trials,
@@ -337,7 +357,7 @@ class SweepChecker:
             except SpecError as error:
                 failed += 1
                 if failed <= limit:
-                    problems += [Problem(p.mark, p.path, f"{p.message} [trial {trial.name}]") for p in error.problems]
+                    problems += [self._located(p, trial) for p in error.problems]
         if failed > limit:
             problems.append(Problem(None, (), f"... and {failed - limit} more trial(s) of {len(self.trials)} with problems"))
         return problems
@@ -356,8 +376,8 @@ def _copy_along(data: Any, paths: list[tuple[str, ...]]) -> Any:
         for part in parts[:-1]:
             if isinstance(node, dict) and isinstance(node.get(part), (dict, list)):
                 key: str | int = part
-            elif isinstance(node, list) and part.lstrip("-").isdigit() and -len(node) <= int(part) < len(node):
-                key = int(part) % len(node)
+            elif isinstance(node, list) and (index := list_index(part, len(node))) is not None:
+                key = index
                 if not isinstance(node[key], (dict, list)):
                     break
             else:
