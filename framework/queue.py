@@ -51,10 +51,10 @@ from typing import Any, Callable
 
 from framework.errors import SpecError, UsageError
 from framework.plan import Trial, named_trial
+from framework.extras import missing
 
 HEARTBEAT, PARENT_ATTR, ENQUEUED_ATTR = "expspec.heartbeat", "expspec.parent_run_id", "expspec.enqueued"
 INDEX, NAME, RUN_ID, ERROR = "expspec.index", "expspec.trial", "expspec.run_id", "expspec.error"
-EXTRA = "distributed"  # pip install 'expspec[distributed]'
 # A search trial's run reads where to report its metric from this variable (`pruning_callback`),
 # and says it was pruned in this tag.
 PRUNE_ENV, PRUNED_TAG = "EXPSPEC_OPTUNA_TRIAL", "expspec.pruned"
@@ -67,7 +67,7 @@ def need(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise UsageError(f"{module} is not installed; it comes with the extra: pip install 'expspec[{EXTRA}]'") from None
+        raise UsageError(missing(module, "this command")) from None
 
 
 def open_storage(url: str) -> Any:

@@ -34,6 +34,7 @@ import subprocess
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from framework.extras import missing
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -141,7 +142,7 @@ class SystemMetrics:
             return
         if importlib.util.find_spec("psutil") is None:
             client.set_tag(run_id, "expspec.system_metrics",
-                           "off: psutil is not installed (pip install -e '.[distributed]')")
+                           "off: " + missing("psutil", "MLflow's system metrics"))
             return
         import logging
 

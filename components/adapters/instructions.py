@@ -10,6 +10,7 @@ import numpy as np
 
 from components.data.base import Arrays, ArrayDataModule, local_path
 from components.types import PositiveInt, ProperFraction
+from framework.extras import missing
 
 IGNORE = -100  # the label cross-entropy skips (torch's default ignore_index)
 
@@ -82,7 +83,7 @@ class InstructionJSONL(ArrayDataModule):
             try:
                 from transformers import AutoTokenizer
             except ImportError as error:
-                raise ImportError("instruction_jsonl needs `transformers`: pip install -e '.[peft]'") from error
+                raise ImportError(missing("transformers", "instruction_jsonl")) from error
             self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir, local_files_only=True)
         return self._tokenizer
 

@@ -30,6 +30,7 @@ from torch import nn
 
 from components.kinds import Model
 from components.types import PositiveFloat, PositiveInt, ProperFraction
+from framework.extras import missing
 
 # Imported with this module, not at the first build: `exp sweep` forks each trial from a server
 # that imported the spec's component modules once, so peft (and the transformers it imports,
@@ -49,7 +50,7 @@ _REINIT = "_expspec_reinit_adapter"  # set on a layer by the load pre-hook, read
 def import_peft() -> Any:
     """The `peft` package, or an ImportError that names the extra which installs it."""
     if peft is None:
-        raise ImportError("peft_lora needs the `peft` package: pip install -e '.[peft]'")
+        raise ImportError(missing("peft", "peft_lora"))
     return peft
 
 

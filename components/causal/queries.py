@@ -43,6 +43,7 @@ from components.adapters.instructions import IGNORE, response_windows
 from components.causal.scm import NAMES, SCM, random_scm, render_code, render_text, unit_equations
 from components.data.base import Arrays, ArrayDataModule, ResumableLoader, TensorDictDataset, keep_batch
 from components.types import NonNegativeInt, PositiveInt, ProperFraction
+from framework.extras import missing
 
 CHAR_VOCAB = 96  # id 0 pads; chr(c) for c in 32..126 is id c - 31
 RENDER = {"code": render_code, "text": render_text}
@@ -201,7 +202,7 @@ class CausalQueries(ArrayDataModule):
             try:
                 from transformers import AutoTokenizer
             except ImportError as error:
-                raise ImportError("causal_queries with a tokenizer needs `transformers`: pip install transformers") from error
+                raise ImportError(missing("transformers", "causal_queries with a tokenizer")) from error
             self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir, local_files_only=True)
         return self._tokenizer(text, add_special_tokens=False)["input_ids"]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from components.diffusion._deps import require
+from framework.extras import require
 
 
 class AttentionStore:

@@ -29,7 +29,7 @@ import torch
 from annotated_types import Ge, MultipleOf
 from torch import nn
 
-from components.diffusion._deps import require
+from framework.extras import require
 
 # Latent diffusion pipelines need image sides divisible by 16 (VAE downsampling x patching).
 ImageSide = Annotated[int, Ge(16), MultipleOf(16)]

@@ -21,7 +21,7 @@ from annotated_types import Ge, MinLen, MultipleOf
 import torch
 from torch import nn
 
-from components.diffusion._deps import require
+from framework.extras import require
 from components.types import PositiveInt, ProperFraction
 
 NUM_CLASSES = 10

@@ -35,7 +35,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from components.data.base import local_path
-from components.diffusion._deps import require
+from framework.extras import require
 from components.diffusion.pipelines import DTYPES, offline, resolve_local
 from components.kinds import Kind
 from components.types import PositiveFloat, PositiveInt

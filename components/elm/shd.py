@@ -22,6 +22,7 @@ import numpy as np
 
 from components.data.base import Arrays, ArrayDataModule
 from components.types import OpenFraction, PositiveFloat, PositiveInt
+from framework.extras import missing
 
 FILES = {"train": "shd_train.h5", "test": "shd_test.h5"}
 SHD_UNITS = 700
@@ -98,7 +99,7 @@ class SHDAdding(ArrayDataModule):
         try:
             import h5py
         except ImportError as error:
-            raise ImportError("shd_adding reads SHD's HDF5 files with h5py: pip install h5py") from error
+            raise ImportError(missing("h5py", "shd_adding (SHD's HDF5 files)")) from error
         with h5py.File(self.folder / FILES[split], "r") as file:
             times, units, labels = file["spikes/times"], file["spikes/units"], np.asarray(file["labels"])
             samples = np.stack([bin_spikes(np.asarray(t), np.asarray(u), self.steps, self.duration, self.channels)

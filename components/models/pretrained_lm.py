@@ -22,6 +22,7 @@ from typing import Literal
 
 import torch
 from torch import nn
+from framework.extras import missing
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -56,9 +57,7 @@ class PretrainedCausalLM(nn.Module):
             import transformers
             from transformers import AutoModelForCausalLM
         except ImportError as error:
-            raise ImportError(
-                f"pretrained_causal_lm needs the 'transformers' package to load {folder}: pip install transformers"
-            ) from error
+            raise ImportError(missing("transformers", f"pretrained_causal_lm (loading {folder})")) from error
         self.path = folder
         # transformers >= 4.56 names the argument `dtype` (`torch_dtype` before, deprecated in 5).
         major, minor = (int(p) for p in transformers.__version__.split(".")[:2])

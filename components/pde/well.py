@@ -24,6 +24,7 @@ import numpy as np
 
 from components.data.base import ArrayDataModule, Arrays, local_path
 from components.types import PositiveInt
+from framework.extras import missing
 
 SPLITS = {"train": "train", "val": "valid", "test": "test"}
 
@@ -33,7 +34,7 @@ def import_h5py():  # noqa: ANN201 (the module)
     try:
         import h5py
     except ImportError as error:
-        raise ImportError("the_well data needs h5py: pip install 'expspec[pde]' (or pip install h5py)") from error
+        raise ImportError(missing("h5py", "the_well data")) from error
     return h5py
 
 

@@ -177,8 +177,9 @@ def test_checker_locates_a_trial_problem(tmp_path: Path, monkeypatch: pytest.Mon
     Path("s.yaml").write_text(BASE + "sweep:\n  grid: {optimizer.lr: [0.1, fast], model.dropout: [0.0, 0.5]}\n")
     problems = [str(p) for p in SweepChecker("s.yaml", [], CommittedSchemas()).check()]
     assert problems == [
-        "override 'optimizer.lr=fast': optimizer.lr: expected a number > 0, got string 'fast' [trial lr=fast,dropout=0.0]",
-        "override 'optimizer.lr=fast': optimizer.lr: expected a number > 0, got string 'fast' [trial lr=fast,dropout=0.5]",
+        # on the line of the sweep axis that wrote the value, not as if the user had typed an override
+        "s.yaml:9:10: optimizer.lr: sweep axis optimizer.lr=fast: expected a number > 0, got string 'fast' [trial lr=fast,dropout=0.0]",
+        "s.yaml:9:10: optimizer.lr: sweep axis optimizer.lr=fast: expected a number > 0, got string 'fast' [trial lr=fast,dropout=0.5]",
     ]
     assert str(SweepChecker("s.yaml", [], CommittedSchemas()).check(limit=1)[-1]) == "... and 1 more trial(s) of 4 with problems"
 

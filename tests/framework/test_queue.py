@@ -206,7 +206,7 @@ def test_a_missing_extra_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     spec = _sweep(tmp_path, [0.0], steps=1)
     assert main(["sweep", str(spec), "--queue", f"journal:{tmp_path / 'q.log'}"]) == 2
     assert capsys.readouterr().err.strip() == \
-        "error: optuna is not installed; it comes with the extra: pip install 'expspec[distributed]'"
+        "error: this command needs `optuna`, which comes with the optional extra 'distributed': pip install 'expspec[distributed]'"
 
 
 def test_show_says_a_search_is_drawn_as_it_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -115,4 +115,4 @@ def test_missing_peft_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lora, "peft", None)
     with pytest.raises(ImportError) as error:
         peft_lora(mlp(0))
-    assert str(error.value) == "peft_lora needs the `peft` package: pip install -e '.[peft]'"
+    assert str(error.value) == "peft_lora needs `peft`, which comes with the optional extra 'peft': pip install 'expspec[peft]'"

@@ -69,7 +69,7 @@ def test_the_well_names_the_extra_when_h5py_is_missing(tmp_path, monkeypatch):
         folder.mkdir(parents=True)
         (folder / "a.hdf5").write_bytes(b"")
     monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py now raises ImportError
-    with pytest.raises(ImportError, match=r"the_well data needs h5py: pip install 'expspec\[pde\]'"):
+    with pytest.raises(ImportError, match=r"the_well data needs `h5py`, which comes with the optional extra 'pde': pip install 'expspec\[pde\]'"):
         TheWell(dataset="rayleigh_benard", path=str(tmp_path))
 
 
