@@ -197,13 +197,62 @@ def verify(folder: Path, planned: dict[str, Planned], picks: list[Recorded], rul
         result = run(plan.spec, overrides)
         problems = compare(rec, _logged(result), rules)
         if problems:
+            types = family_types(plan.spec, overrides)
+            others = [p for p in papers_using(types, folder.parent) if p != folder.name]
+            shared = (f"\nOther papers whose runs use its model, task, data or loss ({', '.join(sorted(types))}): "
+                      + (", ".join(others) if others else "none")
+                      + f"; check each with `exp reproduce {folder.parent.as_posix()}/<paper>/ --verify-all` "
+                      "and re-record those that differ.") if types else ""
             raise RecordMismatch(
                 f"{record_path(folder)}: {rec.where()} no longer reproduces its recorded result "
                 f"(spec hash {rec.spec_hash}):\n  " + "\n  ".join(problems)
                 + f"\nThe code now produces other numbers. If that is intended, re-record: "
-                f"`{rerecord_command(folder)}` (and every paper whose runs use the changed code).")
+                f"`{rerecord_command(folder)}`." + shared)
         lines.append(f"verified {rec.where()}: {len(rec.metrics)} metric(s) as recorded")
     return lines
+
+
+FAMILY_KEYS = ("model", "task", "data", "loss")  # where a paper's own components sit in a spec
+
+
+def family_types(spec: Path, overrides: list[str]) -> set[str]:
+    """The component types under a spec's model, task, data and loss (its stages' too): what a
+    change in shared code most likely reached (an optimizer or a callback is shared by all)."""
+    from framework.loader import load_spec
+
+    data = load_spec(spec, overrides).data
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("type"), str):
+                found.add(node["type"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for part in [data, *(data.get("stages") or {}).values()]:
+        for key in FAMILY_KEYS:
+            walk((part or {}).get(key))
+    return found
+
+
+def papers_using(types: set[str], specs: Path) -> list[str]:
+    """The paper folders under `specs` with a default-tier run whose model, task, data or loss uses one of `types`."""
+    from framework.claims.schema import load_claims
+
+    found = []
+    for claims_file in sorted(specs.glob("*/claims.yaml")):
+        try:
+            claims, _ = load_claims(claims_file.parent)
+            if any(types & family_types(claims_file.parent / ref.spec, ref.overrides)
+                   for ref in claims.runs.values() if ref.tier == "default"):
+                found.append(claims_file.parent.name)
+        except Exception:  # noqa: BLE001 - a broken paper folder says nothing about this one
+            continue
+    return found
 
 
 def _logged(result: Any) -> dict[str, float]:

@@ -105,6 +105,9 @@ def test_a_changed_metric_in_the_record_fails_with_the_run_metric_and_both_value
     assert f"{path}: run `t` no longer reproduces its recorded result" in message
     assert f"metric 'test/loss': recorded 0.125, the re-run gives {true_value!r} (must be identical)" in message
     assert f"`exp reproduce {recorded.as_posix()}/ --record`" in message
+    # which other papers to check: here none (the folder is alone), named by the run's components
+    assert "Other papers whose runs use its model, task, data or loss (" in message and "mlp" in message
+    assert "): none; check each with `exp reproduce" in message
     assert main(["reproduce", str(recorded), "--verify-all"]) == 1
     assert "metric 'test/loss': recorded 0.125" in capsys.readouterr().err
 
@@ -152,6 +155,15 @@ def test_verify_without_a_record_is_a_usage_error(tracked: str, tmp_path: Path, 
     folder = _folder(tmp_path)
     assert main(["reproduce", str(folder), "--verify", "1"]) == 2
     assert "nothing to verify: no results recorded for the current specs" in capsys.readouterr().err
+
+
+def test_the_papers_that_share_a_runs_components_are_named() -> None:
+    from framework.claims.record import family_types, papers_using
+
+    types = family_types(ROOT / "specs/lotts/tiny_seeds.yaml", [])
+    assert "lotts" in types and "mlp" not in types  # model, task, data, loss; not the optimizer
+    assert papers_using(types, ROOT / "specs") == ["lotts"]
+    assert {"cvm_fairness", "gamma_laplace"} <= set(papers_using({"mlp"}, ROOT / "specs"))
 
 
 def _rec(alias: str, index: int | None, **metrics: float) -> Recorded:
