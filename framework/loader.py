@@ -70,6 +70,18 @@ _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _INDEX = re.compile(r"^[0-9]{1,18}$")  # a list index in a key path (ASCII digits: int() reads them)
 
 
+# libyaml's emitter when PyYAML has it (the text is the pure-Python emitter's, ~3x faster: a sweep
+# writes each axis value once, 10,000-trial grids included).
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def dump_line(value: Any) -> str:
+    """A value as one line of flow-style YAML, mapping keys in the order written: the one spelling
+    of a value in overrides, sweep axes, messages, provenance and MLflow params."""
+    return yaml.dump(value, Dumper=_DUMPER, default_flow_style=True, sort_keys=False,
+                     width=1 << 20).strip().removesuffix("\n...")
+
+
 def list_index(part: str, length: int) -> int | None:
     """The list position a key-path part names in a list of `length` items (`0`, `-1`: ASCII
     digits only, so `²` is not an index), or None: the one reading of an index in a key path."""

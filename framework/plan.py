@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, Callable
 
-import yaml
 
 from framework.errors import Problem, SpecError
-from framework.loader import (Loaded, apply_overrides, list_index, copy_tree, load_file, load_spec, merge_loaded,
+from framework.loader import (Loaded, apply_overrides, dump_line, list_index, copy_tree, load_file, load_spec, merge_loaded,
                               reference_targets, resolve_references)
 from framework.spec import Sweep
 from framework.validate_cache import note_exists
@@ -149,15 +148,6 @@ def validate_plan(loaded: Loaded, schemas: Schemas, cache: ValidationCache | Non
 
 # -- sweeps ---------------------------------------------------------------------------------------
 
-# libyaml's emitter when PyYAML has it (the text is the pure-Python emitter's, ~3x faster: a sweep
-# writes each axis value once, 10,000-trial grids included).
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def _dump(value: Any) -> str:
-    return yaml.dump(value, Dumper=_DUMPER, default_flow_style=True, width=1 << 20).strip().removesuffix("\n...")
-
-
 def _short(path: str) -> str:
     return path.rsplit(".", 1)[-1]
 
@@ -239,7 +229,7 @@ def expand_sweep(loaded: Loaded) -> list[Trial]:
     def entry(key: str, value: Any) -> tuple[str, Any, str, str]:
         found = written.get((key, repr(value)))
         if found is None:
-            found = written[(key, repr(value))] = (f"{key}={_dump(value)}", _format(value))
+            found = written[(key, repr(value))] = (f"{key}={dump_line(value)}", _format(value))
         return key, value, *found
 
     axes_written = [[[entry(k, v) for k, v in part] for part in axis] for axis in axes]
@@ -274,7 +264,7 @@ def named_trial(values: dict[str, Any], fallback: str = "base") -> Trial:
     shorts = [_short(k) for k in values]
     label = {k: k if shorts.count(_short(k)) > 1 else _short(k) for k in values}
     return Trial(name=",".join(f"{label[k]}={_format(v)}" for k, v in values.items()) or fallback,
-                 values=dict(values), overrides=["sweep=null", *(f"{k}={_dump(v)}" for k, v in values.items())])
+                 values=dict(values), overrides=["sweep=null", *(f"{k}={dump_line(v)}" for k, v in values.items())])
 
 
 class SweepChecker:

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-import yaml
 
 from framework.errors import Path, format_path
-from framework.loader import Loaded
+from framework.loader import Loaded, dump_line
 
 
 def leaves(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
@@ -75,7 +74,7 @@ def swept_keys(loaded: Loaded) -> dict[str, str]:
 
 
 def _scalar(value: Any) -> str:
-    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 20).strip().removesuffix("\n...")
+    text = dump_line(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from framework.loader import dump_line
 from framework.run_context import SystemMetrics, context_tags, log_context, package_version
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def flatten(value: Any, prefix: str = "") -> dict[str, str]:
         for i, sub in enumerate(value):
             out.update(flatten(sub, f"{prefix}.{i}"))
     else:
-        out[prefix] = yaml.safe_dump(value, default_flow_style=True, width=1 << 20).strip().removesuffix("\n...")
+        out[prefix] = dump_line(value)
     return out
 
 

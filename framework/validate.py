@@ -37,12 +37,11 @@ from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any, Callable, Protocol
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 import registry
 from framework.errors import Path, Problem, SpecError, format_path
-from framework.loader import Loaded
+from framework.loader import Loaded, dump_line
 from framework.schema import TERM_WEIGHT
 from framework.validate_cache import note_exists
 from framework.spec import NODE_SECTIONS, Hardware, Spec, Tracking, Trainer
@@ -326,7 +325,7 @@ def _unknown_key(owner: str, key: str, valid: list[str], what: str = "key") -> s
 
 def _flow(value: Any) -> str:
     """A value as one line of flow-style YAML, keys in the order written."""
-    return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1 << 20).strip().removesuffix("\n...")
+    return dump_line(value)
 
 
 def _as_named_terms(terms: list[Any], pattern: str) -> dict[str, Any]:
