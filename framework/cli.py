@@ -761,10 +761,15 @@ def entry() -> None:
     here first, so run last: `_end_after_exit_handlers`. Nothing is lost by skipping the rest:
     nothing of ours relies on a finalizer, and no file of ours is left open (each is written in a
     `with` block). Only here, not in `main`, so that tests calling `main` in-process keep
-    collecting normally; a command that raised exits the usual way, as Python reports it."""
+    collecting normally; a command that raised exits the usual way, as Python reports it.
+
+    `EXPSPEC_QUICK_EXIT=0` turns both off, for a tool that registered an exit handler before
+    `entry` ran (coverage.py saves its data in one), which the quick exit would skip."""
     import atexit
     import gc
 
+    if os.environ.get("EXPSPEC_QUICK_EXIT", "1") == "0":
+        sys.exit(_main(parser(sys.argv[1:]).parse_args()))
     atexit.register(_end_after_exit_handlers)  # importing framework.cli registers none: this one runs last
     args = parser(sys.argv[1:]).parse_args()
     code = _main(args)

@@ -375,3 +375,28 @@ def test_a_command_line_naming_no_command_first_gets_every_command(argv: list[st
     import framework.cli as cli
 
     assert list(cli.parser(argv)._subparsers._group_actions[0].choices) == list(cli.COMMANDS)  # type: ignore[union-attr]
+
+
+_EARLY_HANDLER = """
+import atexit, sys
+from pathlib import Path
+marker = Path(sys.argv[1])
+atexit.register(lambda: marker.write_text("saved"))  # as coverage.py's, registered before entry
+sys.argv = ["exp", "validate", "specs/cvm_fairness/tiny.yaml"]
+from framework.cli import entry
+entry()
+"""
+
+
+@pytest.mark.parametrize(("setting", "saved"), [(None, False), ("0", True)])
+def test_the_quick_exit_can_be_turned_off_for_an_earlier_exit_handler(tmp_path: Path, setting: str | None, saved: bool) -> None:
+    """The quick exit of `exp validate` skips exit handlers registered before `entry` (a coverage
+    tool's); EXPSPEC_QUICK_EXIT=0 exits the usual way, and they run."""
+    env = {k: v for k, v in os.environ.items() if k != "EXPSPEC_QUICK_EXIT"}
+    if setting is not None:
+        env["EXPSPEC_QUICK_EXIT"] = setting
+    marker = tmp_path / "saved"
+    done = subprocess.run([sys.executable, "-c", _EARLY_HANDLER, str(marker)], cwd=ROOT, capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert done.returncode == 0 and "1 of 1 spec(s) valid" in done.stdout, done.stderr[-2000:]
+    assert marker.exists() == saved
