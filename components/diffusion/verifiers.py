@@ -58,6 +58,18 @@ class TinyDigitVerifier:
         x = torch.as_tensor(np.concatenate([clean, defective, *noisy])).flatten(1)
         y = torch.as_tensor(np.tile(bunch.target, 4)).long()
         d = torch.cat([torch.zeros(len(clean)), torch.ones(len(clean))]).repeat(2)
+        # Trained once per process and kept (_TRAINED): on one thread, so that the verifier is the
+        # same whatever thread count the process had when it first built one (at 2 threads its
+        # weights differ in the last bits, and lotts' scores by up to 0.1).
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return TinyDigitVerifier._fit(x, y, d, hidden, steps, seed)
+        finally:
+            torch.set_num_threads(threads)
+
+    @staticmethod
+    def _fit(x: torch.Tensor, y: torch.Tensor, d: torch.Tensor, hidden: int, steps: int, seed: int) -> nn.Module:
         with torch.random.fork_rng(), torch.inference_mode(False), torch.enable_grad():
             torch.manual_seed(seed)
             net = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 11))

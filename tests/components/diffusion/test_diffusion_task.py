@@ -85,3 +85,25 @@ def test_diffusion_training_logs_the_loss_per_stage():
     assert {"train/loss", "val/loss"} <= set(trainer.callback_metrics)
     trainer.test(task, datamodule=data, verbose=False)
     assert float(trainer.callback_metrics["test/loss"]) > 0
+
+
+def test_the_tiny_verifier_is_the_same_whatever_threads_the_process_had() -> None:
+    """It is trained once per process and kept: at the process's 2 threads its weights came out
+    other in the last bits than at 1, and lotts' recorded scores (trials at 1 thread) moved by 0.1
+    when another test had built it first (CI of 874bda6)."""
+    import torch
+
+    from components.diffusion import verifiers
+
+    before, kept = torch.get_num_threads(), dict(verifiers._TRAINED)
+    nets = []
+    try:
+        for threads in (1, 2):
+            verifiers._TRAINED.clear()
+            torch.set_num_threads(threads)
+            nets.append(verifiers.TinyDigitVerifier(steps=40).net)
+    finally:
+        torch.set_num_threads(before)
+        verifiers._TRAINED.clear()
+        verifiers._TRAINED.update(kept)
+    assert all(torch.equal(a, b) for a, b in zip(nets[0].parameters(), nets[1].parameters()))
