@@ -51,13 +51,13 @@ ISSUE13_PAPERS = ["cvm_fairness", "perturbed_eg", "gamma_laplace", "stompp", "sa
 FULL_PATH = """
 import sys, time
 t0 = time.perf_counter()
-from framework.cli import spec_files
+from framework.discovery import spec_files
 from framework.errors import SpecError
 from framework.loader import load_spec
 from framework.schema import LiveSchemas
 from framework.plan import validate_plan as validate  # stages too, as `exp validate` does
 schemas, bad = LiveSchemas(), 0
-for path in [p for p in spec_files(sys.argv[1:]) if p.name != "claims.yaml"]:  # claims files: load_claims
+for path in spec_files(sys.argv[1:], claims=False):  # claims files: load_claims
     try:
         validate(load_spec(path), schemas)
     except SpecError:
@@ -154,9 +154,9 @@ def main() -> None:
 
     os.environ["EXPSPEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="expspec-validate-cache-")  # subprocesses inherit it
 
-    from framework.cli import spec_files
+    from framework.discovery import spec_files
 
-    files = [p for p in spec_files(args.specs) if p.name != "claims.yaml"]  # specs; the cli row also reads claims files
+    files = spec_files(args.specs, claims=False)  # specs; the cli row also reads claims files
     if not files:
         sys.exit(f"no spec files under {args.specs}")
     n = len(files)

@@ -31,23 +31,10 @@ from typing import Any
 
 import yaml
 
+from framework.discovery import spec_files
 from framework.errors import Problem, SpecError, UsageError
 
 EXIT_FAILED, EXIT_SPEC = 1, 2
-
-
-def spec_files(paths: list[str]) -> list[Path]:
-    """Files named directly, and every `*.yaml` under directories except `_fragments.yaml`
-    (fragments are partial specs, validated through the specs that extend them). `claims.yaml`
-    files are checked as claims."""
-    files: list[Path] = []
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*.y*ml") if not p.name.startswith("_"))
-        else:
-            files.append(path)
-    return files
 
 
 def _validate_claims(path: Path) -> None:
@@ -629,7 +616,7 @@ def _add_run_commands(sub: Any) -> None:
                     help="also the runs and claims marked `tier: full` (default: the default tier only)")
     rp.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel sweep trials")
     rp.add_argument("--record", action="store_true",
-                    help="run the default tier from scratch and write the folder's results.lock")
+                    help="run the default tier from scratch and write the folder's results.lock.yaml")
     rp.add_argument("--verify", type=int, default=0, metavar="N",
                     help="re-run N recorded runs from scratch (the headline's first) and require the recorded numbers")
     rp.add_argument("--verify-all", action="store_true", help="re-run every recorded run (before recording, a release)")

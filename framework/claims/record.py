@@ -3,7 +3,7 @@ check that the recording is what the code produces.
 
 - `exp reproduce specs/<paper>/ --record` runs every default-tier run from scratch, in a throwaway
   store and result cache (so nothing cached from older code is recorded), checks the claims on
-  them and writes `specs/<paper>/results.lock`: per run alias, its operative-spec hash, the
+  them and writes `specs/<paper>/results.lock.yaml`: per run alias, its operative-spec hash, the
   torch threads it ran with and its final metrics (per trial for a sweep), with the code version
   and the package versions it ran on. Text, diffable, no weights.
 - `exp reproduce specs/<paper>/` evaluates the claims on the recording for every alias whose
@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-RECORD_FILE = "results.lock"
+from framework.discovery import CLAIMS_FILE, RECORD_FILE
+
 # Lightning's own epoch counter: MLflow has it for some runs and not others; no claim reads it.
 UNRECORDED = {"epoch"}
 PACKAGES = ("torch", "lightning", "numpy", "scipy", "scikit-learn", "torchmetrics", "transformers",
@@ -244,7 +245,7 @@ def papers_using(types: set[str], specs: Path) -> list[str]:
     from framework.claims.schema import load_claims
 
     found = []
-    for claims_file in sorted(specs.glob("*/claims.yaml")):
+    for claims_file in sorted(specs.glob(f"*/{CLAIMS_FILE}")):
         try:
             claims, _ = load_claims(claims_file.parent)
             if any(types & family_types(claims_file.parent / ref.spec, ref.overrides)

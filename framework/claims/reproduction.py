@@ -35,7 +35,7 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
     report's text (what --write-readme writes) is `report(folder, outcomes, full)`.
 
     Recorded results (framework.claims.record): `record` runs the default tier from scratch and
-    writes the folder's results.lock; otherwise a default-tier alias recorded for its current
+    writes the folder's results.lock.yaml; otherwise a default-tier alias recorded for its current
     spec hashes is read from the record (unless `fresh`), and `verify` (a sample of that many) or
     `verify_all` re-runs recorded runs from scratch and raises RecordMismatch on a difference."""
     from framework.claims import record as rec

@@ -64,11 +64,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from framework.claims.evidence import DEFAULT_LEVEL
 from framework.claims.expressions import parse_check, used_aliases
+from framework.discovery import CLAIMS_FILE
 from framework.errors import Problem, SpecError
 from framework.loader import Loaded, apply_overrides, load_file, load_spec
 from framework.validate_cache import note_exists
 
-CLAIMS_FILE = "claims.yaml"
 DEFAULT_TIER, FULL_TIER = "default", "full"
 Tier = Literal["default", "full"]
 

@@ -32,6 +32,7 @@ import pytest
 import yaml
 
 import registry
+from framework.discovery import spec_files
 from framework.loader import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,8 +176,7 @@ def _class(id: str, data: bytes | str | None, says: str, at: str, name: str = "s
     _FOLDERS.append(folder)
     files = {} if data is None else {folder + name: data.encode() if isinstance(data, str) else data}
     if name.endswith("claims.yaml"):
-        files.update({f"{folder}cvm_fairness/{p.name}": p.read_bytes() for p in (SPECS / "cvm_fairness").glob("*.yaml")
-                      if p.name != "claims.yaml"})
+        files.update({f"{folder}cvm_fairness/{p.name}": p.read_bytes() for p in spec_files([SPECS / "cvm_fairness"], claims=False)})
     argv = [folder + a if a == name else a for a in argv or ["validate", name]]
     return Case(id, argv, re.escape(folder + at if at.startswith(name) else at), says, files)
 
@@ -703,9 +703,7 @@ def m_power(rng: random.Random, src: Source) -> Any:
 @functools.lru_cache(maxsize=1)
 def sources() -> tuple[Source, ...]:
     found = []
-    for path in sorted(SPECS.rglob("*.yaml")):
-        if path.name.startswith("_"):
-            continue
+    for path in spec_files([SPECS]):
         found.append(Source(str(path.relative_to(SPECS)), path.read_bytes(), load_file(path).data))
     return tuple(found)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -39,6 +40,22 @@ def test_validate_reports_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_validate_empty_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(tmp_path)]) == 2
     assert "no spec files found" in capsys.readouterr().err
+
+
+def test_validate_of_a_folder_checks_specs_and_claims_not_fragments_or_recorded_results(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A paper folder holds specs, its claims file, fragments and its recorded results; `exp
+    validate` of the folder checks the first two only (one list: framework/discovery.py)."""
+    import shutil
+
+    shutil.copytree(ROOT / "specs" / "lie_bases", tmp_path / "lie_bases")
+    folder = tmp_path / "lie_bases"
+    assert (folder / "results.lock.yaml").is_file() and (folder / "claims.yaml").is_file()
+    (folder / "_part.yaml").write_text("optimizer: {type: adamw}\n")
+    assert main(["validate", "--format", "json", str(folder)]) == 0
+    checked = {Path(r["file"]).name for r in json.loads(capsys.readouterr().out)["files"]}
+    specs = {p.name for p in folder.iterdir() if p.name not in ("README.md", "results.lock.yaml") and p.name[0] != "_"}
+    assert checked == specs and "claims.yaml" in checked
 
 
 def test_show_prints_operative_spec(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
+from framework.discovery import spec_files
 from framework.runner import plan_hash, prepare
 from framework.sweep import FAILED, FINISHED, KILLED, SKIPPED, plan_trials, run_sweep
 
@@ -203,7 +204,7 @@ def _kill_first_running(uri: str, timeout: float = 600) -> None:
     os.kill(int(run.data.tags["expspec.pid"]), signal.SIGKILL)
 
 
-SWEEP_SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml") if "\nsweep:" in p.read_text())
+SWEEP_SPECS = [p for p in spec_files([ROOT / "specs"], claims=False) if "\nsweep:" in p.read_text()]
 
 
 @pytest.mark.parametrize("spec", SWEEP_SPECS, ids=[str(p.relative_to(ROOT / "specs")) for p in SWEEP_SPECS])
@@ -240,9 +241,7 @@ def test_spec_hash_is_the_sha256_of_the_sorted_json_with_or_without_shared_texts
 
     schemas, texts = CommittedSchemas(), {}
     operatives = []
-    for path in sorted((ROOT / "specs").rglob("*.yaml")):
-        if path.name == "claims.yaml" or path.name.startswith("_"):
-            continue
+    for path in spec_files([ROOT / "specs"], claims=False):
         operatives += [u.operative for u in validate_plan(load_spec(path), schemas)]
     for path in SWEEP_SPECS[:4]:
         checker = SweepChecker(path, [], schemas)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from framework import cli, validate_cache
+from framework.discovery import spec_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +118,7 @@ def test_a_claims_file_is_checked_again_when_a_spec_it_names_goes(cached: Path, 
     shutil.copytree(ROOT / "specs" / "drift_sysid", folder)
     claims = str(folder / "claims.yaml")
     assert validate(capsys, claims)[0] == 0
-    named = sorted(p for p in folder.glob("*.yaml") if p.name != "claims.yaml" and p.name in (folder / "claims.yaml").read_text())
+    named = sorted(p for p in spec_files([folder], claims=False) if p.name in (folder / "claims.yaml").read_text())
     named[0].unlink()
     code, report = validate(capsys, claims)
     assert code == 2 and any(f"spec file not found: {named[0]}" in p["message"] for p in report["files"][0]["problems"])

@@ -1,4 +1,4 @@
-"""Every paper's claims, checked in CI on its recorded results (specs/<paper>/results.lock,
+"""Every paper's claims, checked in CI on its recorded results (specs/<paper>/results.lock.yaml,
 framework.claims.record): `exp reproduce specs/<paper>/` evaluates the claims on the record (a run
 whose spec changed since the recording runs in full, in a throwaway store), and re-runs one
 recorded run from scratch, one of the headline's arms, drawn from the commit hash (or
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from framework.claims import readme_table, report, reproduce, table_differences
-from framework.claims.record import RECORD_FILE
+from framework.discovery import RECORD_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "specs"

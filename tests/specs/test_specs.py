@@ -9,13 +9,14 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from framework.claims import load_claims
+from framework.discovery import spec_files
 from framework.loader import load_spec
 from framework.runner import run
 from framework.schema import CommittedSchemas
 from framework.plan import expand_sweep, validate_plan
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
-ALL = sorted(p for p in SPECS.rglob("*.yaml") if not p.name.startswith("_") and p.name != "claims.yaml")
+ALL = spec_files([SPECS], claims=False)
 CLAIMS = sorted(SPECS.rglob("claims.yaml"))
 FRAGMENTS = sorted(SPECS.rglob("_*.yaml"))
 TINY = [p for p in ALL if p.name.startswith("tiny")]
