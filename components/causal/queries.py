@@ -19,7 +19,13 @@ uniform permutation (the flat baseline). The three orders see the same examples,
 tokens and the same number of steps; only their order differs. Validation and test examples are
 held out: drawn after the training set from the same seed, on SCMs of `test_nodes` nodes, with
 num_test / len(test_depths) examples at each query depth in `test_depths`, and any prompt seen in
-training dropped. Batches carry "depth" (B,) and "level" (B,) besides "x" and "y", so a task can
+training dropped. Data volume (`unique_train`): the training set is drawn as above (so the held-out
+sets are the same examples), then only the first unique_train / len(levels) examples of each level
+are kept and repeated in turn up to num_train / len(levels): fewer distinct examples, the same
+number of steps and tokens. A control (`train_values: random`): every scored value of the training
+answers is replaced by a uniform draw (from its own generator, so prompts and held-out sets are
+unchanged); nothing there can be learned about the mechanisms, and the held-out accuracy stays at
+chance. Batches carry "depth" (B,) and "level" (B,) besides "x" and "y", so a task can
 report accuracy by depth (`language_modeling_by_group`).
 
 Tokens: by default characters (id 0 pads; printable ASCII 32..126 are ids 1..95, vocab_size 96);
@@ -135,6 +141,10 @@ class CausalQueries(ArrayDataModule):
         max_parents: Most parents a node has.
         root_prob: Chance that a node after the first is a root (below 1: a query needs a non-root).
         rendering: code ('A=2;C=A+1;do(C=0);B?') or text (English sentences).
+        unique_train: Distinct training examples (None: num_train); an equal share per level, each
+            repeated in turn up to num_train (module docstring: data volume at equal steps).
+        train_values: `true`, or `random`: the training answers' scored values drawn uniformly (a
+            control at chance; held-out answers stay true).
         answer: final (the target's value) or scratchpad (every needed node's name and value in
             causal order, the target last; the values are scored, the names given: `answer_pieces`).
         seq_len: Tokens per example (prompt and answer, right-padded); too short fails, naming the need.
@@ -158,6 +168,8 @@ class CausalQueries(ArrayDataModule):
         root_prob: ProperFraction = 0.2,
         rendering: Literal["code", "text"] = "code",
         answer: Literal["final", "scratchpad"] = "final",
+        unique_train: PositiveInt | None = None,
+        train_values: Literal["true", "random"] = "true",
         seq_len: PositiveInt = 64,
         tokenizer: str | None = None,
         tokenizer_env: str | None = None,
@@ -178,7 +190,10 @@ class CausalQueries(ArrayDataModule):
         self.test_depths, self.num_val, self.num_test = list(test_depths), num_val, num_test
         self.scm_args = dict(num_values=num_values, max_parents=max_parents, root_prob=root_prob)
         self.render, self.seq_len, self.seed = RENDER[rendering], seq_len, seed
-        self.answer = answer
+        if unique_train is not None and (unique_train % len(levels) or unique_train > num_train):
+            raise ValueError(f"unique_train must split equally over the {len(levels)} levels and be <= num_train "
+                             f"({num_train}), got {unique_train}")
+        self.answer, self.unique_train, self.train_values = answer, unique_train, train_values
         self.tokenizer_dir = None
         if tokenizer is not None or tokenizer_env is not None:
             self.tokenizer_dir = tokenizer_folder(tokenizer, tokenizer_env)
@@ -251,9 +266,16 @@ class CausalQueries(ArrayDataModule):
         rng = random.Random(self.seed)
         share = self.num_train // len(self.levels)
         train, seen = [], set()
+        noise = random.Random(f"causal_queries.train_values:{self.seed}")
         for level, nodes in enumerate(self.levels):
             prompts, answers, depths = self.examples(rng, nodes, share)
             seen.update(prompts)
+            if self.unique_train is not None:
+                keep = self.unique_train // len(self.levels)
+                prompts, answers, depths = ([part[i % keep] for i in range(share)] for part in (prompts, answers, depths))
+            if self.train_values == "random":
+                answers = [[(str(noise.randrange(self.scm_args["num_values"])) if score else text, score)
+                            for text, score in pieces] for pieces in answers]
             train.append(self.arrays(prompts, answers, depths, level))
         splits = {"train": {k: np.concatenate([part[k] for part in train]) for k in train[0]}}
         for stage, count in (("val", self.num_val), ("test", self.num_test)):

@@ -14,7 +14,7 @@ pytest.importorskip("peft")
 SPECS = Path(__file__).resolve().parents[2] / "specs/causim"
 
 
-@pytest.mark.parametrize("name", ["qwen25_7b_curriculum.yaml", "qwen25_7b_flat.yaml"])
+@pytest.mark.parametrize("name", ["qwen25_7b_curriculum.yaml", "qwen25_7b_flat.yaml", "qwen25_7b_flat_small.yaml"])
 def test_without_weights_the_paper_spec_names_what_is_missing(
         name: str, tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     overrides = ["hardware.accelerator=cpu", "hardware.precision=32-true"]

@@ -3,6 +3,7 @@ sees exactly the flat baseline's examples."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -149,3 +150,35 @@ def test_a_missing_tokenizer_fails_at_construction(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("EXPSPEC_CAUSIM_LM_DIR", raising=False)
     with pytest.raises(FileNotFoundError, match=r"causal_queries: no local tokenizer folder \(\$EXPSPEC_CAUSIM_LM_DIR = \(unset\)\)"):
         CausalQueries(**SMALL, rendering="text", tokenizer_env="EXPSPEC_CAUSIM_LM_DIR")
+
+
+def test_data_volume_keeps_the_held_out_queries_steps_and_tokens() -> None:
+    """unique_train: fewer distinct training examples (the first ones of each level, repeated in
+    turn), the same number of examples and the same held-out splits as the full draw."""
+    kwargs = dict(SMALL, answer="scratchpad", seq_len=56)
+    full = CausalQueries(**kwargs).load()
+    small = CausalQueries(**kwargs, unique_train=30).load()
+    for stage in ("val", "test"):
+        assert all(torch.equal(torch.as_tensor(full[stage][k]), torch.as_tensor(small[stage][k])) for k in full[stage])
+    assert len(small["train"]["x"]) == len(full["train"]["x"]) == 300
+    assert len({tuple(row) for row in small["train"]["x"].tolist()}) == 30
+    for level in range(3):  # the first 10 of each level's 100, repeated 10 times
+        rows = small["train"]["x"][small["train"]["level"] == level]
+        first = full["train"]["x"][full["train"]["level"] == level][:10]
+        assert (rows == np.tile(first, (10, 1))).all()
+    with pytest.raises(ValueError, match="unique_train must split equally"):
+        CausalQueries(**kwargs, unique_train=31)
+
+
+def test_random_training_values_leave_prompts_and_held_out_answers_true() -> None:
+    """train_values: random (the control at chance): every scored training value redrawn (about 1/3
+    agree with the true one), names and prompts unchanged, val and test as they were."""
+    kwargs = dict(SMALL, answer="scratchpad", seq_len=56)
+    true, noisy = CausalQueries(**kwargs).load(), CausalQueries(**kwargs, train_values="random").load()
+    for stage in ("val", "test"):
+        assert all(torch.equal(torch.as_tensor(true[stage][k]), torch.as_tensor(noisy[stage][k])) for k in true[stage])
+    y, z = torch.as_tensor(true["train"]["y"]), torch.as_tensor(noisy["train"]["y"])
+    scored = y != -100
+    assert torch.equal(scored, z != -100) and torch.equal(y[~scored], z[~scored])
+    assert 0.25 < (y[scored] == z[scored]).float().mean() < 0.42
+    assert set(z[scored].tolist()) == {char - 31 for char in b"012"}
