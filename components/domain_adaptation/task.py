@@ -12,7 +12,8 @@ Methods (`method`):
 - ``gradual_self_training`` (GST, Kumar et al. 2020): the training steps are split evenly over the
   domains 1..D-1 in order; at the start of domain k a frozen copy of the current model (the teacher)
   labels domain k's examples with its argmax, the `keep_fraction` most confident of each batch are
-  kept, and the whole model is trained on them by cross-entropy.
+  kept, and the whole model is trained on them by cross-entropy (with `freeze_encoder`, the head
+  only: the parts FlowGDA adapts, for a comparison at equal trainable parts).
 - ``direct_self_training``: the same, with every round on the target domain (no intermediates).
 - ``flow`` (FlowGDA as built here; the paper's exact losses are not public, see specs/flowgda/README.md):
   a velocity field v(z, tau) over global time tau in [0, 1] moves representations z = encoder(x)
@@ -83,6 +84,8 @@ class GradualDomainAdaptation(L.LightningModule):
         ode_steps: Solver steps per domain interval when the flow is integrated.
         solver: euler, midpoint or rk4.
         keep_fraction: Share of each batch the self-training teacher labels (most confident first).
+        freeze_encoder: Self-training adapts the head only, the encoder kept as the source model's
+            (FlowGDA's encoder is always frozen; only for gradual/direct self-training).
     """
 
     LOGGED_METRICS = ("train/loss", "train/loss.{part}", "{stage}/target_accuracy", "{stage}/source_accuracy",
@@ -93,7 +96,7 @@ class GradualDomainAdaptation(L.LightningModule):
                  velocity: Model | None = None, transport_steps: NonNegativeInt = 0,
                  coupling: Coupling = "minibatch_ot", anchored: bool = True,
                  consistency_weight: NonNegativeFloat = 1.0, ode_steps: PositiveInt = 4, solver: Solver = "euler",
-                 keep_fraction: OpenFraction = 0.9) -> None:
+                 keep_fraction: OpenFraction = 0.9, freeze_encoder: bool = False) -> None:
         super().__init__()
         if method not in Method.__args__:
             raise ValueError(f"method must be one of {', '.join(Method.__args__)}; got '{method}'")
@@ -108,6 +111,11 @@ class GradualDomainAdaptation(L.LightningModule):
         self.transport_steps, self.coupling, self.anchored = transport_steps, coupling, anchored
         self.consistency_weight, self.ode_steps, self.solver = consistency_weight, ode_steps, solver
         self.keep_fraction = keep_fraction
+        if freeze_encoder and method not in ("gradual_self_training", "direct_self_training"):
+            raise ValueError(f"freeze_encoder is for the self-training methods (flow always freezes the encoder); "
+                             f"got method '{method}'")
+        if freeze_encoder:
+            self.model.encoder.requires_grad_(False)
         # The frozen copy: GST's teacher of the current round, or FlowGDA's source classifier. It and
         # the round it was taken in are part of the checkpoint, so a resumed run keeps them.
         self.teacher = None if method == "source_only" else copy.deepcopy(model).requires_grad_(False)

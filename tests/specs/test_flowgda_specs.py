@@ -1,6 +1,6 @@
 """flowgda's specs: a shrunk FlowGDA run goes end to end (source model first, via init: {spec});
 the paper-scale Rotated MNIST specs stop at once without MNIST, naming it; every claim holds on the
-outcome the paper reports and its negative control makes it false."""
+outcome the paper reports and its negative control, a real run swapped in, makes it false."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_a_shrunk_flow_run_logs_every_accuracy(tracked: str, upstream_cache: Pat
     assert {"train/loss.classification", "train/loss.consistency"} <= set(result.metrics)
 
 
-@pytest.mark.parametrize("name", ["mnist_source.yaml", "mnist_flow.yaml", "mnist_gst.yaml"])
+@pytest.mark.parametrize("name", ["mnist_source.yaml", "mnist_flow.yaml", "mnist_gst.yaml", "mnist_gst_whole.yaml"])
 def test_without_mnist_the_paper_specs_name_what_is_missing(name: str, tracked: str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EXPSPEC_MNIST_DIR", raising=False)
@@ -36,29 +36,34 @@ def test_without_mnist_the_paper_specs_name_what_is_missing(name: str, tracked: 
         run(SPECS / name, CPU)
 
 
-def _sweep(**metrics: float) -> list[Numbers]:
-    return [Numbers(dict(metrics)) for _ in range(3)]
+
+# What the paper reports, at the size of our data: FlowGDA above GST at equal budget and far above
+# source-only, the ablation lower, the intermediate domains lifted; and, the testbed's sanity check,
+# GST (the established baseline) above source-only. Seeds differ, as real runs do.
+def _seeds(metric: str, *values: float) -> list[Numbers]:
+    return [Numbers({metric: v}) for v in values]
 
 
-# What the paper reports, at the size of our data: FlowGDA far above source-only and level with GST,
-# the ablation lower, the intermediate domains lifted; and, the testbed's sanity check, GST (the
-# established baseline) far above source-only.
+TARGET, BETWEEN = "test/target_accuracy", "test/intermediate_accuracy"
 PAPER_OUTCOME = {
-    "digits_source": _sweep(**{"test/target_accuracy": 0.15, "test/intermediate_accuracy": 0.45}),
-    "digits_flow": _sweep(**{"test/target_accuracy": 0.60, "test/intermediate_accuracy": 0.75}),
-    "digits_flow_no_consistency": _sweep(**{"test/target_accuracy": 0.50}),
-    "digits_gst": _sweep(**{"test/target_accuracy": 0.60}),
-    "digits_direct": _sweep(**{"test/target_accuracy": 0.20}),
-    "moons_source": _sweep(**{"test/target_accuracy": 0.20, "test/intermediate_accuracy": 0.60}),
-    "moons_flow": _sweep(**{"test/target_accuracy": 0.95, "test/intermediate_accuracy": 0.95}),
-    "moons_flow_no_consistency": _sweep(**{"test/target_accuracy": 0.85}),
-    "moons_gst": _sweep(**{"test/target_accuracy": 0.95}),
-    "moons_direct": _sweep(**{"test/target_accuracy": 0.30}),
+    "digits_source": [Numbers({TARGET: t, BETWEEN: b}) for t, b in ((0.15, 0.45), (0.17, 0.44), (0.16, 0.46))],
+    "digits_flow": [Numbers({TARGET: t, BETWEEN: b}) for t, b in ((0.60, 0.75), (0.63, 0.76), (0.61, 0.74))],
+    "digits_flow_no_consistency": _seeds(TARGET, 0.50, 0.52, 0.50),
+    "digits_gst": _seeds(TARGET, 0.50, 0.54, 0.52),
+    "digits_gst_whole": _seeds(TARGET, 0.55, 0.57, 0.56),
+    "digits_direct": _seeds(TARGET, 0.20, 0.21, 0.19),
+    "moons_source": [Numbers({TARGET: t, BETWEEN: b}) for t, b in ((0.60, 0.80), (0.58, 0.81), (0.59, 0.79))],
+    "moons_flow": [Numbers({TARGET: t, BETWEEN: b}) for t, b in ((0.95, 0.97), (0.96, 0.96), (0.94, 0.97))],
+    "moons_flow_no_consistency": _seeds(TARGET, 0.85, 0.87, 0.86),
+    "moons_gst": _seeds(TARGET, 0.75, 0.78, 0.76),
+    "moons_gst_whole": _seeds(TARGET, 0.97, 0.99, 0.98),
+    "moons_direct": _seeds(TARGET, 0.65, 0.64, 0.66),
 }
 
 
 @pytest.mark.parametrize("claim", load_claims(SPECS)[0].claims, ids=lambda c: c.name)
 def test_each_claim_holds_on_the_papers_outcome_and_fails_on_its_control(claim) -> None:
+    assert claim.control.is_run, f"{claim.name}: made-up control numbers"
     outcome = evaluate(claim, PAPER_OUTCOME)
-    assert outcome.passed and not outcome.error, (outcome.numbers, outcome.error)
+    assert outcome.passed and not outcome.error and not outcome.inconclusive, (outcome.numbers, outcome.error)
     assert outcome.control_passed is False and not outcome.control_error, outcome.control_error

@@ -58,6 +58,22 @@ def test_gradual_self_training_walks_the_domains_in_order() -> None:
     assert rounds == [0, 0, 0, 1, 1, 1, 2, 2, 2] and int(task.teacher_round) == 2
 
 
+def test_gst_with_a_frozen_encoder_adapts_the_head_alone() -> None:
+    """freeze_encoder: GST trains the head only (FlowGDA's trainable part of the classifier); the
+    encoder keeps the source model's weights, and the optimizer holds the head alone."""
+    L.seed_everything(0)
+    data = DomainSequence("rotating_moons", (0.0, 30.0, 60.0), num_train=64, num_val=16, num_test=16, batch_size=16)
+    model = EncoderClassifier(2, 2, 4)
+    encoder, head = [p.detach().clone() for p in model.encoder.parameters()], model.head.weight.detach().clone()
+    task = GradualDomainAdaptation(model, ADAM, method="gradual_self_training", freeze_encoder=True)
+    L.Trainer(max_steps=6, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+              enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0).fit(task, data)
+    assert all(torch.equal(a, b) for a, b in zip(encoder, model.encoder.parameters()))
+    assert not torch.equal(head, model.head.weight)
+    trained = {id(p) for group in task.optimizers().optimizer.param_groups for p in group["params"]}
+    assert trained == {id(p) for p in model.head.parameters()}
+
+
 @pytest.mark.slow
 def test_flow_learns_a_transport_that_beats_the_frozen_source_head() -> None:
     """Moons rotated 0 -> 20 -> 40 deg: after the two phases the head is right on the 40-deg domain
@@ -82,6 +98,7 @@ def test_flow_learns_a_transport_that_beats_the_frozen_source_head() -> None:
     ({"method": "flow"}, "method 'flow' needs a velocity field"),
     ({"method": "source_only", "velocity": VelocityMLP(4)}, "the other methods take none"),
     ({"method": "flow", "velocity": VelocityMLP(3)}, r"velocity.dim must equal model.latent_dim \(4\), got 3"),
+    ({"method": "source_only", "freeze_encoder": True}, "freeze_encoder is for the self-training methods"),
 ])
 def test_bad_arguments_are_named(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
