@@ -146,8 +146,7 @@ def _nan_fails(keyword: str) -> Callable[..., Any]:
 
 @cache
 def argument_validator_class() -> Any:
-    """How component arguments are checked: JSON Schema 2020-12 with the two rules above. Built on
-    first use: jsonschema is imported only when `plainly_valid` cannot vouch for a value."""
+    """How component arguments are checked: JSON Schema 2020-12 with the two rules above."""
     import jsonschema
 
     return jsonschema.validators.extend(
@@ -155,112 +154,6 @@ def argument_validator_class() -> Any:
         validators={k: _nan_fails(k) for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")},
         type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
     )
-
-
-# plainly_valid: a quick, one-sided check of the keywords that argument schemas use. It only ever
-# says "certainly valid"; every other answer goes to jsonschema, which also words every problem.
-# So a spec whose arguments all pass never imports jsonschema (its attrs classes, `referencing`
-# and the metaschemas: 60-100 ms of a ~0.6 s `exp validate`), and the rules and messages stay
-# jsonschema's alone. tests/framework/test_plainly_valid.py checks, over every argument schema in
-# spec.schema.json and values around each bound, that it never accepts what jsonschema rejects.
-
-_ANNOTATIONS = frozenset({"default", "description", "title", "examples", "deprecated"})
-_JSON_TYPES: dict[type, tuple[str, ...]] = {
-    type(None): ("null",), bool: ("boolean",), int: ("integer", "number"), float: ("number",),
-    str: ("string",), list: ("array",), dict: ("object",),
-}
-_SCALARS = (type(None), bool, int, float, str)
-
-
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)
-
-
-def _same(value: Any, member: Any) -> bool:
-    """`value` is `member` as enum/const compare them: a scalar of the very same type, equal."""
-    return type(value) is type(member) and type(value) in _SCALARS and value == member
-
-
-def _bound(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any, dict[str, Any]], bool]:
-    def check(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-        if not _is_number(value):
-            return True  # a bound says nothing of a non-number (the `type` keyword does)
-        return _is_number(bound) and not (isinstance(value, float) and math.isnan(value)) and compare(value, bound)
-    return check
-
-
-def _length(of: type, compare: Callable[[int, int], bool]) -> Callable[[Any, Any, dict[str, Any]], bool]:
-    def check(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-        return type(value) is not of or (type(bound) is int and compare(len(value), bound))
-    return check
-
-
-def _type(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    names = _JSON_TYPES.get(type(value), ())
-    return any(name in names for name in ([bound] if isinstance(bound, str) else bound))
-
-
-def _items(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    if type(value) is not list:
-        return True
-    start = len(schema.get("prefixItems", ()))
-    return all(plainly_valid(item, bound) for item in value[start:])
-
-
-def _prefix_items(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    if type(bound) is not list:
-        return False
-    return type(value) is not list or all(plainly_valid(item, each) for item, each in zip(value, bound))
-
-
-def _multiple_of(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    if not _is_number(value):
-        return True
-    return type(value) is int and type(bound) is int and bound > 0 and value % bound == 0  # exact: whole numbers only
-
-
-def _pattern(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    if type(value) is not str:
-        return True
-    try:
-        return isinstance(bound, str) and re.search(bound, value) is not None
-    except re.error:  # not a pattern Python reads: jsonschema says what it makes of it
-        return False
-
-
-_PLAIN: dict[str, Callable[[Any, Any, dict[str, Any]], bool]] = {
-    "type": _type,
-    "enum": lambda value, bound, schema: type(bound) is list and any(_same(value, member) for member in bound),
-    "const": lambda value, bound, schema: _same(value, bound),
-    "anyOf": lambda value, bound, schema: type(bound) is list and any(plainly_valid(value, each) for each in bound),
-    "minimum": _bound(lambda value, bound: value >= bound),
-    "maximum": _bound(lambda value, bound: value <= bound),
-    "exclusiveMinimum": _bound(lambda value, bound: value > bound),
-    "exclusiveMaximum": _bound(lambda value, bound: value < bound),
-    "minItems": _length(list, lambda n, bound: n >= bound),
-    "maxItems": _length(list, lambda n, bound: n <= bound),
-    "minLength": _length(str, lambda n, bound: n >= bound),
-    "maxLength": _length(str, lambda n, bound: n <= bound),
-    "minProperties": _length(dict, lambda n, bound: n >= bound),
-    "maxProperties": _length(dict, lambda n, bound: n <= bound),
-    "items": _items,
-    "prefixItems": _prefix_items,
-    "multipleOf": _multiple_of,
-    "pattern": _pattern,
-}
-
-
-def plainly_valid(value: Any, schema: Any) -> bool:
-    """True when the argument schema `schema` certainly accepts `value`; False when it may not
-    (a keyword this check does not know, a value some keyword rejects): then ask jsonschema."""
-    if type(schema) is not dict:
-        return False
-    for keyword, bound in schema.items():
-        if keyword not in _ANNOTATIONS:
-            check = _PLAIN.get(keyword)
-            if check is None or not check(value, bound, schema):
-                return False
-    return True
 
 
 def yaml_type(value: Any) -> str:
@@ -414,8 +307,6 @@ def argument_problem(value: Any, schema: dict[str, Any]) -> tuple[Path, str] | N
     """Where inside `value` (a key path relative to the argument) and why the argument's JSON
     Schema rejects it, or None when it accepts it. The outermost problem is reported; in a union
     (`int | None`) whose member of the value's type rejects it, that member's reason ("must be >= 1")."""
-    if plainly_valid(value, schema):
-        return None
     from jsonschema.exceptions import best_match
 
     error = best_match(argument_validator(schema).iter_errors(value))
