@@ -55,10 +55,9 @@ import math
 import os
 import re
 import stat
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -440,41 +439,15 @@ def parse_yaml(text: str, source: str) -> Loaded:
 
 def _unreadable(path: FsPath) -> str | None:
     """Why `path` cannot be read as a spec file, or None when it is a regular file."""
-    reason = _read(path)[0] if _SNAPSHOT is not None else _why_unreadable(path)
+    reason = _why_unreadable(path)
     if reason is not None:
         validate_cache.note_read(path, None)  # a stored validation depends on its absence too
     return reason
 
 
-# The files read so far by a command that reads each file once (`reading_once`), by absolute
-# path: (why it cannot be read or None, its bytes or None).
-_SNAPSHOT: dict[str, tuple[str | None, bytes | None]] | None = None
-
-
-@contextmanager
-def reading_once() -> Iterator[None]:
-    """Within this block, each spec file is read from disk once; every later load of it takes the
-    bytes read then, so the command checks one snapshot of the files. `exp validate` loads a spec
-    for its own check, for its sweep's trials, for each claims file that reads it and for each
-    spec that extends it: 1,170 reads of 315 files for half of issue 13's 10x specs, each a
-    stat, an open and a read (~75 us here). Nested blocks share the outer one's snapshot."""
-    global _SNAPSHOT
-    outer = _SNAPSHOT
-    if outer is None:
-        _SNAPSHOT = {}
-    try:
-        yield
-    finally:
-        _SNAPSHOT = outer
-
-
 def _read(path: FsPath) -> tuple[str | None, bytes | None]:
     """(why `path` cannot be read as a spec file, None) or (None, its bytes): at most
     MAX_FILE_BYTES + 1 of them, so that a larger file is known to be one."""
-    snapshot = _SNAPSHOT
-    key = os.path.abspath(path) if snapshot is not None else ""
-    if snapshot is not None and key in snapshot:
-        return snapshot[key]
     reason, data = _why_unreadable(path), None
     if reason is None:
         try:
@@ -487,8 +460,6 @@ def _read(path: FsPath) -> tuple[str | None, bytes | None]:
                     data += file.read(MAX_FILE_BYTES + 1 - len(data))
         except OSError as error:
             reason, data = f"cannot read the file: {(error.strerror or str(error)).lower()}", None
-    if snapshot is not None:
-        snapshot[key] = (reason, data)
     return reason, data
 
 
@@ -639,76 +610,19 @@ MAX_EXTENDS = 64
 def load_file(path: str | FsPath, shape: str = SPEC_SHAPE) -> Loaded:
     """Read a spec file and merge its `extends:` chain (see the module docstring). The file holds
     one mapping (`shape` says of what, in the message of an empty file or another value)."""
-    return _load(FsPath(path), (), [0], shape, [])
+    return _load(FsPath(path), (), [0], shape)
 
 
-@dataclass
-class _Merged:
-    """A file with its `extends` chain merged, and what that read: (path, display name, text) of
-    every file, this one first; their identities (the cycle check) and how many reads it counted."""
-
-    files: tuple[tuple[FsPath, str, str], ...]
-    identities: frozenset[Any]
-    reads: int
-    loaded: Loaded
-
-
-# Merged files of this process, by (absolute path, display name, shape): `exp validate specs/`
-# loads a folder's base once per child, and a claims file loads again the specs it reads. Each
-# file of the chain is read again on every use (microseconds) and the entry is used only while
-# every text is the one merged (the reason `_PARSED` is keyed by text); the reads are noted for
-# the validation cache (framework/validate_cache.py) as an uncached load notes them.
-_MERGED: dict[tuple[str, str, str], _Merged] = {}
-
-
-def _merged_hit(key: tuple[str, str, str], text: str, stack: tuple[tuple[Any, str], ...],
-                reads: list[int]) -> _Merged | None:
-    """The stored merge of `key` when it still holds: same texts, no file of it on `stack` (a
-    cycle: the uncached load reports it) and within MAX_EXTENDS reads (else that load says so)."""
-    hit = _MERGED.get(key)
-    if hit is None or hit.files[0][2] != text or reads[0] - 1 + hit.reads >= MAX_EXTENDS:
-        return None
-    if any(identity in hit.identities for identity, _ in stack):
-        return None
-    for path, source, known in hit.files[1:]:
-        try:
-            if read_text(path, source) != known:
-                return None
-        except SpecError:
-            return None
-    return hit
-
-
-def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], shape: str,
-          files: list[tuple[FsPath, str, str]]) -> Loaded:
-    """`stack`: (identity, display name) of the files whose `extends` led here; `files` gets
-    (path, display name, text) of every file read."""
+def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], shape: str) -> Loaded:
+    """`stack`: (identity, display name) of the files whose `extends` led here; `reads`: how
+    many files this spec has read so far (MAX_EXTENDS)."""
     reads[0] += 1
     source = _display(path)
-    text = read_text(path, source)
-    key = (os.path.abspath(path), source, shape)
-    hit = _merged_hit(key, text, stack, reads)
-    if hit is not None:
-        reads[0] += hit.reads - 1
-        files.extend(hit.files)
-        return _copy_loaded(hit.loaded)
-    first, start = reads[0], len(files)
-    files.append((path, source, text))
-    loaded = _load_uncached(path, parse_once(text, source), stack, reads, shape, files)
-    chain = tuple(files[start:])
-    if len(_MERGED) >= _PARSED_MAX:
-        del _MERGED[next(iter(_MERGED))]
-    _MERGED[key] = _Merged(chain, frozenset(_identity(p) for p, _, _ in chain), reads[0] - first + 1,
-                           _copy_loaded(loaded))
-    return loaded
+    return _merge_bases(path, parse_once(read_text(path, source), source), stack, reads, shape)
 
 
-def _copy_loaded(loaded: Loaded) -> Loaded:
-    return Loaded(copy_tree(loaded.data), dict(loaded.key_marks), dict(loaded.value_marks), loaded.source)
-
-
-def _load_uncached(path: FsPath, loaded: Loaded, stack: tuple[tuple[Any, str], ...], reads: list[int],
-                   shape: str, files: list[tuple[FsPath, str, str]]) -> Loaded:
+def _merge_bases(path: FsPath, loaded: Loaded, stack: tuple[tuple[Any, str], ...], reads: list[int],
+                 shape: str) -> Loaded:
     if loaded.data is None:
         raise SpecError([Problem(Mark(loaded.source), (), f"file is empty (or only whitespace and comments): {shape}")])
     if not isinstance(loaded.data, dict):
@@ -736,7 +650,7 @@ def _load_uncached(path: FsPath, loaded: Loaded, stack: tuple[tuple[Any, str], .
         if reads[0] >= MAX_EXTENDS:
             raise SpecError([Problem(mark, ("extends",), f"more than {MAX_EXTENDS} files are read through "
                                                          "'extends:' for this spec; extend fewer bases")])
-        base = _load(base_path, stack, reads, shape, files)
+        base = _load(base_path, stack, reads, shape)
         merged = base if merged is None else merge_loaded(merged, base)
     assert merged is not None  # bases is a non-empty list
     for key in [k for k in loaded.key_marks if k == ("extends",) or k[:1] == ("extends",)]:
