@@ -503,29 +503,6 @@ def read_text(path: FsPath, source: str) -> str:
                                                                  "UTF-8; save the file as UTF-8")]) from None
 
 
-# Parsed texts of this process, by (source, text): `exp validate specs/` reads a spec's `extends`
-# parents once per child and a sweep applies the same override values to every trial. The key is
-# the text itself, not the file's mtime: file times tick in milliseconds, so a file rewritten at
-# the same size within one tick would read stale; reading a file costs microseconds, parsing it
-# about a millisecond. Oldest entries go first past _PARSED_MAX.
-_PARSED: dict[tuple[str, str], Loaded] = {}
-_PARSED_MAX = 512
-
-
-def parse_once(text: str, source: str) -> Loaded:
-    """`parse_yaml`, parsed once per (text, source) in this process. Every caller gets its own copy
-    (data deep-copied, mark tables copied; marks are immutable), so callers may mutate it. A text
-    that does not parse is not cached: its SpecError is raised each time."""
-    key = (source, text)
-    parsed = _PARSED.get(key)
-    if parsed is None:
-        parsed = parse_yaml(text, source)
-        if len(_PARSED) >= _PARSED_MAX:
-            del _PARSED[next(iter(_PARSED))]
-        _PARSED[key] = parsed
-    return Loaded(copy_tree(parsed.data), dict(parsed.key_marks), dict(parsed.value_marks), parsed.source)
-
-
 def copy_tree(value: Any) -> Any:
     """A copy of loaded data: every mapping and list new, scalars shared (the safe loader makes no
     mutable scalar). Several times faster than `copy.deepcopy` on spec-sized data."""
@@ -618,7 +595,7 @@ def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], sh
     many files this spec has read so far (MAX_EXTENDS)."""
     reads[0] += 1
     source = _display(path)
-    return _merge_bases(path, parse_once(read_text(path, source), source), stack, reads, shape)
+    return _merge_bases(path, parse_yaml(read_text(path, source), source), stack, reads, shape)
 
 
 def _merge_bases(path: FsPath, loaded: Loaded, stack: tuple[tuple[Any, str], ...], reads: list[int],
@@ -679,15 +656,21 @@ def apply_overrides(loaded: Loaded, overrides: list[str]) -> None:
             problems.append(Problem(Mark(source), (), "expected key.path=value"))
             continue
         try:
-            value = parse_once(raw, source).data if raw.strip() else None
+            value = parse_yaml(raw, source).data if raw.strip() else None
         except SpecError as error:
             problems.extend(Problem(Mark(source), (), p.message) for p in error.problems)
             continue
-        problem = _set_path(loaded, key.split("."), value, Mark(source))
+        problem = set_value(loaded, key, value, Mark(source))
         if problem:
             problems.append(problem)
     if problems:
         raise SpecError(problems)
+
+
+def set_value(loaded: Loaded, key: str, value: Any, mark: Mark) -> Problem | None:
+    """Set key path `key` (`metrics.1.type`) of `loaded` to `value` in place, as an override does
+    (module docstring), the value and its key marked `mark`; the problem when it cannot be set."""
+    return _set_path(loaded, key.split("."), value, mark)
 
 
 def _set_path(loaded: Loaded, parts: list[str], value: Any, mark: Mark) -> Problem | None:

@@ -21,9 +21,9 @@ from pathlib import Path as FsPath
 from typing import Any, Callable
 
 
-from framework.errors import Problem, SpecError
+from framework.errors import Mark, Problem, SpecError
 from framework.loader import (Loaded, apply_overrides, dump_line, list_index, copy_tree, load_file, load_spec, merge_loaded,
-                              reference_targets, resolve_references)
+                              reference_targets, resolve_references, set_value)
 from framework.spec import Sweep
 from framework.validate_cache import note_exists
 from framework.validate import ValidationCache, Schemas, validate, yaml_type
@@ -316,10 +316,14 @@ class SweepChecker:
         return validate_plan(load_spec(self.spec_path, [*self.overrides, *trial.overrides]), self.schemas, self.cache)
 
     def _fast_units(self, trial: Trial) -> list[Unit]:
-        settings = [o for o in trial.overrides if o != "sweep=null"]
-        paths = [tuple(o.partition("=")[0].strip().split(".")) for o in settings]
+        settings = [o for o in trial.overrides if o != "sweep=null"]  # in the order of trial.values
+        paths = [tuple(key.split(".")) for key in trial.values]
         loaded = Loaded(_copy_along(self.unresolved.data, paths), {}, {}, self.unresolved.source)
-        apply_overrides(loaded, settings)
+        # the values themselves: `key=dump_line(value)` reads back as `value`, with no YAML parse
+        problems = [p for (key, value), text in zip(trial.values.items(), settings)
+                    if (p := set_value(loaded, key, copy_tree(value), Mark(f"override '{text}'")))]
+        if problems:
+            raise SpecError(problems)
         reached = _reached(paths, self.references)
         loaded.data = {k: v if k in reached else self.resolved.data[k] for k, v in loaded.data.items()}
         resolve_references(loaded, only=reached)
