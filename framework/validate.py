@@ -712,64 +712,29 @@ def _terms_member(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 
 class ValidationCache:
-    """What a sweep's trials share with each other, checked once (`framework.plan.SweepChecker`).
+    """Component nodes checked before, by kind and value, shared by the specs of one command and
+    the trials of a sweep (`framework.plan.SweepChecker`): the key is the node as JSON text in the
+    order written, so 1, 1.0 and true differ and the operative node keeps its order (a value JSON
+    cannot write is checked every time). Only results without problems are kept (a problem's
+    location is the caller's); the results handed out are shared and must not be mutated."""
 
-    - Component nodes, by kind and value: the key is the value as JSON text in the order
-      written, so 1, 1.0 and true differ and the operative node keeps its order (a value JSON
-      cannot write, such as a YAML timestamp, is checked every time); the very object checked
-      before (a section a trial shares with its sweep's base) is found by identity first.
-    - The typed sections (pydantic), when every section that is not a component node is the very
-      object checked before and the component nodes have the same types (mapping, list of
-      mappings or null: all pydantic checks of a node).
-
-    Only results without problems are kept (a problem's location is the caller's). The values
-    checked and the results handed out are shared: neither may be mutated afterwards."""
-
-    LIMIT = 10_000  # entries per table; past it, results are still correct, just not kept
+    LIMIT = 10_000  # entries; past it, results are still correct, just not kept
 
     def __init__(self) -> None:
         self._by_value: dict[tuple[str, str], Any] = {}
-        self._by_identity: dict[tuple[str, int], tuple[Any, Any]] = {}  # (kind, id) -> (value kept alive, node)
-        self._sections: dict[tuple[Any, ...], tuple[list[Any], dict[str, Any]]] = {}
 
     def node(self, checker: "_Checker", value: Any, kind: str, path: Path) -> Any:
-        same = self._by_identity.get((kind, id(value)))
-        if same is not None and same[0] is value:
-            return same[1]
-        before = len(checker.problems)
         try:
             key: tuple[str, str] | None = (kind, json.dumps(value))
         except (TypeError, ValueError):
             key = None
         filled = self._by_value.get(key) if key else None
         if filled is None:
+            before = len(checker.problems)
             filled = checker.node(value, kind, path)
-            if len(checker.problems) > before:
-                return filled
-            if key and len(self._by_value) < self.LIMIT:
+            if key and len(checker.problems) == before and len(self._by_value) < self.LIMIT:
                 self._by_value[key] = filled
-        if len(self._by_identity) < self.LIMIT:
-            self._by_identity[(kind, id(value))] = (value, filled)
         return filled
-
-    def sections(self, checker: "_Checker", data: dict[str, Any]) -> dict[str, Any] | None:
-        """The typed sections dumped (as `Spec.model_dump`), or None after reporting problems."""
-        key = tuple((k, _node_types(v)) if k in NODE_SECTIONS else (k, id(v)) for k, v in data.items())
-        typed = [v for k, v in data.items() if k not in NODE_SECTIONS]
-        hit = self._sections.get(key)
-        if hit is not None and all(kept is value for kept, value in zip(hit[0], typed)):
-            return hit[1]
-        spec = checker.sections(data)
-        if spec is None:
-            return None
-        dumped = spec.model_dump(mode="json")
-        if len(self._sections) < self.LIMIT:
-            self._sections[key] = (typed, dumped)  # the values are kept alive, so their ids stay theirs
-        return dumped
-
-
-def _node_types(value: Any) -> Any:
-    return (list, tuple(type(item) for item in value)) if isinstance(value, list) else type(value)
 
 
 def validate(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = None) -> dict[str, Any]:
@@ -780,11 +745,8 @@ def validate(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = N
     data = loaded.data
     if not isinstance(data, dict):
         raise SpecError([Problem(loaded.value_mark(()), (), "a spec must be a mapping of sections")])
-    if cache:
-        dumped = cache.sections(checker, data)
-    else:
-        spec = checker.sections(data)
-        dumped = spec.model_dump(mode="json") if spec is not None else None
+    spec = checker.sections(data)
+    dumped = spec.model_dump(mode="json") if spec is not None else None
     if dumped is not None:
         checker.files(dumped)
     nodes: dict[str, Any] = {}
