@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import registry
-from framework.errors import format_path
+from framework.errors import format_path, list_index
 
 
 class NotFound(KeyError):
@@ -130,9 +130,10 @@ def operative_value(data: Any, parts: list[str], schemas: Any = None) -> Any:
         schema, why = _component(context, node, schemas)
         where = f"'{format_path(path)}'" if path else "the spec"
         if isinstance(node, list):
-            if not (part.isdigit() and int(part) < len(node)):
+            index = list_index(part, len(node))
+            if index is None or part.startswith("-"):
                 raise NotFound(f"{where} is a list of {len(node)} item(s); '{part}' is not one of its indices")
-            node, context, path = node[int(part)], _child(context, int(part), None), (*path, int(part))
+            node, context, path = node[index], _child(context, index, None), (*path, index)
             continue
         if not isinstance(node, dict):
             raise NotFound(f"{where} is a {_noun(node)}, not a mapping, so it has no key '{part}'")

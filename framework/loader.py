@@ -62,11 +62,10 @@ from typing import Any
 import yaml
 
 from framework import validate_cache
-from framework.errors import Mark, Path, Problem, SpecError, format_path
+from framework.errors import Mark, Path, Problem, SpecError, format_path, key_parts, list_index
 from registry import did_you_mean
 
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
-_INDEX = re.compile(r"^[0-9]{1,18}$")  # a list index in a key path (ASCII digits: int() reads them)
 
 
 # libyaml's emitter when PyYAML has it (the text is the pure-Python emitter's, ~3x faster: a sweep
@@ -81,12 +80,6 @@ def dump_line(value: Any) -> str:
                      width=1 << 20).strip().removesuffix("\n...")
 
 
-def list_index(part: str, length: int) -> int | None:
-    """The list position a key-path part names in a list of `length` items (`0`, `-1`: ASCII
-    digits only, so `²` is not an index), or None: the one reading of an index in a key path."""
-    if not _INDEX.match(part.removeprefix("-")) or not -length <= int(part) < length:
-        return None
-    return int(part) % length
 _YAML_TAG = "tag:yaml.org,2002:"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
@@ -156,6 +149,10 @@ class Loaded:
     def value_mark(self, path: Path) -> Mark | None:
         """The mark of the value at `path`, else of its key, else of the nearest parent."""
         return self.value_marks.get(path) or self.key_mark(path)
+
+    def copy(self) -> Loaded:
+        """A copy the caller may change: every mapping and list new (scalars and marks shared)."""
+        return Loaded(copy_tree(self.data), dict(self.key_marks), dict(self.value_marks), self.source)
 
 
 def _mark(node: yaml.Node, source: str) -> Mark:
@@ -670,7 +667,7 @@ def apply_overrides(loaded: Loaded, overrides: list[str]) -> None:
 def set_value(loaded: Loaded, key: str, value: Any, mark: Mark) -> Problem | None:
     """Set key path `key` (`metrics.1.type`) of `loaded` to `value` in place, as an override does
     (module docstring), the value and its key marked `mark`; the problem when it cannot be set."""
-    return _set_path(loaded, key.split("."), value, mark)
+    return _set_path(loaded, key_parts(key), value, mark)
 
 
 def _set_path(loaded: Loaded, parts: list[str], value: Any, mark: Mark) -> Problem | None:
@@ -707,7 +704,7 @@ def _set_path(loaded: Loaded, parts: list[str], value: Any, mark: Mark) -> Probl
 
 def _lookup(data: Any, dotted: str) -> Any:
     node = data
-    for part in dotted.split("."):
+    for part in key_parts(dotted):
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and list_index(part, len(node)) is not None and not part.startswith("-"):
@@ -724,7 +721,7 @@ def _operative_value(data: Any, ref: str) -> Any:
     from framework.defaults import NotFound, operative_value
 
     try:
-        return operative_value(data, ref.split("."))
+        return operative_value(data, key_parts(ref))
     except NotFound as error:
         raise ValueError(f"reference '${{{ref}}}' not found: {error.message}") from None
 

@@ -21,8 +21,8 @@ from pathlib import Path as FsPath
 from typing import Any, Callable
 
 
-from framework.errors import Mark, Problem, SpecError
-from framework.loader import (Loaded, apply_overrides, dump_line, list_index, copy_tree, load_file, load_spec, merge_loaded,
+from framework.errors import Mark, Problem, SpecError, key_parts, list_index
+from framework.loader import (Loaded, apply_overrides, dump_line, copy_tree, load_file, load_spec, merge_loaded,
                               reference_targets, resolve_references, set_value)
 from framework.spec import Sweep
 from framework.validate_cache import note_exists
@@ -291,7 +291,7 @@ class SweepChecker:
         loaded = load_file(spec_path)
         apply_overrides(loaded, self.overrides)
         if with_sweep is None:
-            with_sweep = _copy(loaded)
+            with_sweep = loaded.copy()
             resolve_references(with_sweep)
         self.trials = expand_sweep(with_sweep)
         self.sweep = _parsed_sweep(with_sweep) if self.trials else None
@@ -300,7 +300,7 @@ class SweepChecker:
                            if path[:1] == ("sweep",) and (len(path) == 3 or path[1:3] == ("random", "params"))}
         apply_overrides(loaded, ["sweep=null"])
         self.unresolved = loaded
-        self.resolved = _copy(loaded)
+        self.resolved = loaded.copy()
         resolve_references(self.resolved)
         self.base = validate_plan(self.resolved, schemas, self.cache)
         self.references = _references(loaded.data)
@@ -317,7 +317,7 @@ class SweepChecker:
 
     def _fast_units(self, trial: Trial) -> list[Unit]:
         settings = [o for o in trial.overrides if o != "sweep=null"]  # in the order of trial.values
-        paths = [tuple(key.split(".")) for key in trial.values]
+        paths = [tuple(key_parts(key)) for key in trial.values]
         loaded = Loaded(_copy_along(self.unresolved.data, paths), {}, {}, self.unresolved.source)
         # the values themselves: `key=dump_line(value)` reads back as `value`, with no YAML parse
         problems = [p for (key, value), text in zip(trial.values.items(), settings)
@@ -357,10 +357,6 @@ class SweepChecker:
         return problems
 
 
-def _copy(loaded: Loaded) -> Loaded:
-    return Loaded(copy_tree(loaded.data), dict(loaded.key_marks), dict(loaded.value_marks), loaded.source)
-
-
 def _copy_along(data: Any, paths: list[tuple[str, ...]]) -> Any:
     """`data` with every mapping and list on the given key paths copied (shallowly), so that
     setting those paths leaves `data` as it was; everything off the paths is shared."""
@@ -388,7 +384,7 @@ def _references(data: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, 
     if isinstance(data, list):
         return [r for i, v in enumerate(data) for r in _references(v, (*path, str(i)))]
     if isinstance(data, str) and "${" in data:
-        return [(path, tuple(target.split("."))) for target in reference_targets(data)]
+        return [(path, tuple(key_parts(target))) for target in reference_targets(data)]
     return []
 
 

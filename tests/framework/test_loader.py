@@ -352,3 +352,14 @@ def test_the_refused_characters_are_all_but_yaml_printable_ones() -> None:
     for point in range(0x110000):
         char = chr(point)
         assert bool(_NOT_PRINTABLE.match(char)) != bool(printable.match(char)), hex(point)
+
+
+def test_a_reference_through_a_non_ascii_digit_is_located() -> None:
+    """`²` reads as a digit to `str.isdigit` and `int()`, but a key path's index is ASCII digits
+    only (framework.errors.list_index): the reference is not found, at its line, never a crash."""
+    loaded = parse_yaml("metrics: [{type: accuracy}]\ndescription: '${metrics.².type}'\n", "x.yaml")
+    with pytest.raises(SpecError) as info:
+        resolve_references(loaded)
+    assert [str(p) for p in info.value.problems] == [
+        "x.yaml:2:14: description: reference '${metrics.².type}' not found: 'metrics' is a list of 1 item(s); "
+        "'²' is not one of its indices"]
