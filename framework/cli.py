@@ -513,7 +513,7 @@ def _descriptions(committed: Any, kind: str, name: str) -> dict[str, str]:
 def _print_arguments(schema: dict, descriptions: dict[str, str]) -> None:
     import textwrap
 
-    from framework.validate import describe
+    from framework.wording import describe
 
     print("  arguments:")
     for key, prop in schema["properties"].items():

@@ -75,7 +75,7 @@ def _child(context: Context, key: str | int, schema_of: Any) -> Context:
     if what == "terms":
         return ("node", detail)
     if what == "node" and schema_of is not None:
-        from framework.validate import node_ref
+        from framework.schema_paths import node_ref
 
         found = node_ref(schema_of.get("properties", {}).get(str(key), {}))
         if found:
@@ -154,6 +154,6 @@ def operative_value(data: Any, parts: list[str], schemas: Any = None) -> Any:
 
 
 def _noun(value: Any) -> str:
-    from framework.validate import yaml_type
+    from framework.wording import yaml_type
 
     return yaml_type(value)

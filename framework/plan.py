@@ -26,7 +26,8 @@ from framework.loader import (Loaded, apply_overrides, dump_line, copy_tree, loa
                               reference_targets, resolve_references, set_value)
 from framework.spec import Sweep
 from framework.validate_cache import note_exists
-from framework.validate import ValidationCache, Schemas, validate, yaml_type
+from framework.validate import ValidationCache, Schemas, validate
+from framework.wording import yaml_type
 
 _STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
