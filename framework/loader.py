@@ -500,6 +500,30 @@ def read_text(path: FsPath, source: str) -> str:
                                                                  "UTF-8; save the file as UTF-8")]) from None
 
 
+# Parsed texts of this process, by (source, text): the one in-process cache of loading. `exp
+# validate` loads a file for its own check, as the base of each spec that extends it, for its
+# sweep's trials and for each claims file that names it: ~5 loads per file of specs/, and parsing
+# is most of a load (without this cache `exp validate` of 10 copies of specs/ took 1.5x the CPU
+# time: /work/notes/s32/r1.md). The key is the text itself, not the file's mtime: a file
+# rewritten at the same size within one tick of the clock would read stale. Oldest entries go
+# first past _PARSED_MAX.
+_PARSED: dict[tuple[str, str], Loaded] = {}
+_PARSED_MAX = 512
+
+
+def parse_once(text: str, source: str) -> Loaded:
+    """`parse_yaml`, parsed once per (text, source) in this process; every caller gets its own copy
+    (`Loaded.copy`). A text that does not parse is not cached: its SpecError is raised each time."""
+    key = (source, text)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = parse_yaml(text, source)
+        if len(_PARSED) >= _PARSED_MAX:
+            del _PARSED[next(iter(_PARSED))]
+        _PARSED[key] = parsed
+    return parsed.copy()
+
+
 def copy_tree(value: Any) -> Any:
     """A copy of loaded data: every mapping and list new, scalars shared (the safe loader makes no
     mutable scalar). Several times faster than `copy.deepcopy` on spec-sized data."""
@@ -592,7 +616,7 @@ def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], sh
     many files this spec has read so far (MAX_EXTENDS)."""
     reads[0] += 1
     source = _display(path)
-    return _merge_bases(path, parse_yaml(read_text(path, source), source), stack, reads, shape)
+    return _merge_bases(path, parse_once(read_text(path, source), source), stack, reads, shape)
 
 
 def _merge_bases(path: FsPath, loaded: Loaded, stack: tuple[tuple[Any, str], ...], reads: list[int],
@@ -653,7 +677,7 @@ def apply_overrides(loaded: Loaded, overrides: list[str]) -> None:
             problems.append(Problem(Mark(source), (), "expected key.path=value"))
             continue
         try:
-            value = parse_yaml(raw, source).data if raw.strip() else None
+            value = parse_once(raw, source).data if raw.strip() else None
         except SpecError as error:
             problems.extend(Problem(Mark(source), (), p.message) for p in error.problems)
             continue

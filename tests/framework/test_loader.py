@@ -341,6 +341,25 @@ def test_reference_limits(text: str, problem: str | None) -> None:
     with pytest.raises(SpecError) as info:
         resolve_references(loaded)
     assert [str(p) for p in info.value.problems] == [problem]
+def test_each_text_is_parsed_once_and_callers_get_copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two specs extending one base parse it once; what a caller gets is its own copy; a file
+    rewritten with other text of the same size (within the same mtime tick) is parsed again."""
+    import framework.loader as loader
+
+    parsed: list[str] = []
+    real = loader.parse_yaml
+    monkeypatch.setattr(loader, "parse_yaml", lambda text, source: parsed.append(source) or real(text, source))
+    _files(tmp_path, {"base.yaml": "name: b\nmodel: {type: mlp, hidden: [4]}\n",
+                      "a.yaml": "extends: base.yaml\nseed: 1\n", "b.yaml": "extends: base.yaml\nseed: 2\n"})
+    first = load_file(tmp_path / "a.yaml")
+    first.data["model"]["hidden"].append(99)
+    second = load_file(tmp_path / "b.yaml")
+    assert second.data["model"] == {"type": "mlp", "hidden": [4]}
+    assert sorted(Path(s).name for s in parsed) == ["a.yaml", "b.yaml", "base.yaml"]
+    (tmp_path / "base.yaml").write_text("name: c\nmodel: {type: mlp, hidden: [5]}\n")
+    assert load_file(tmp_path / "a.yaml").data["model"]["hidden"] == [5]
+
+
 def test_the_refused_characters_are_all_but_yaml_printable_ones() -> None:
     """The loader's class of refused characters is the complement of YAML 1.1's printable set,
     on every code point."""
