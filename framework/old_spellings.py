@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from framework.errors import format_path
-from framework.loader import dump_line
+from framework.marked_yaml import dump_line
 
 
 def _as_named_terms(terms: list[Any], pattern: str) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from typing import Any, Callable
 
 
 from framework.errors import Mark, Problem, SpecError, key_parts, list_index
-from framework.loader import (Loaded, apply_overrides, dump_line, copy_tree, load_file, load_spec, merge_loaded,
-                              reference_targets, resolve_references, set_value)
+from framework.loader import apply_overrides, load_file, load_spec, merge_loaded, set_value
+from framework.marked_yaml import Loaded, copy_tree, dump_line
+from framework.references import reference_targets, resolve_references
 from framework.spec import Sweep
 from framework.validate_cache import note_exists
 from framework.validate import ValidationCache, Schemas, validate

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 import registry
 from framework.arguments import argument_problem
 from framework.errors import Path, Problem, SpecError, format_path
-from framework.loader import Loaded
+from framework.marked_yaml import Loaded
 from framework.old_spellings import old_spelling
 from framework.schema import TERM_WEIGHT
 from framework.schema_paths import node_ref, terms_member

@@ -1,4 +1,5 @@
-"""framework/loader.py: YAML with marks, extends, overrides, references; exact error texts."""
+"""framework/loader.py and the modules it reads with (file_text, marked_yaml, yaml_syntax, references):
+YAML with marks, extends, overrides, references; exact error texts."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from framework.errors import Mark, SpecError
-from framework.loader import apply_overrides, load_file, load_spec, parse_yaml, resolve_references
+from framework.loader import apply_overrides, load_file, load_spec
+from framework.marked_yaml import parse_yaml
+from framework.references import resolve_references
 
 
 ALLOWED = "is not allowed in a spec (allowed: plain values, or the tags !!str, !!int, !!float, !!bool, !!null, !!seq, !!map)"
@@ -296,7 +299,7 @@ def test_limits(text: str, problems: list[str]) -> None:
 
 def test_file_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A UTF-8 byte-order mark is skipped; a file over MAX_FILE_BYTES, or not a regular file, is refused."""
-    from framework.loader import MAX_FILE_BYTES
+    from framework.file_text import MAX_FILE_BYTES
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bom.yaml").write_bytes(b"\xef\xbb\xbfa: 1\n")
@@ -341,14 +344,16 @@ def test_reference_limits(text: str, problem: str | None) -> None:
     with pytest.raises(SpecError) as info:
         resolve_references(loaded)
     assert [str(p) for p in info.value.problems] == [problem]
+
+
 def test_each_text_is_parsed_once_and_callers_get_copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two specs extending one base parse it once; what a caller gets is its own copy; a file
     rewritten with other text of the same size (within the same mtime tick) is parsed again."""
-    import framework.loader as loader
+    import framework.marked_yaml as marked_yaml
 
     parsed: list[str] = []
-    real = loader.parse_yaml
-    monkeypatch.setattr(loader, "parse_yaml", lambda text, source: parsed.append(source) or real(text, source))
+    real = marked_yaml.parse_yaml
+    monkeypatch.setattr(marked_yaml, "parse_yaml", lambda text, source: parsed.append(source) or real(text, source))
     _files(tmp_path, {"base.yaml": "name: b\nmodel: {type: mlp, hidden: [4]}\n",
                       "a.yaml": "extends: base.yaml\nseed: 1\n", "b.yaml": "extends: base.yaml\nseed: 2\n"})
     first = load_file(tmp_path / "a.yaml")
@@ -365,12 +370,12 @@ def test_the_refused_characters_are_all_but_yaml_printable_ones() -> None:
     on every code point."""
     import re
 
-    from framework.loader import _NOT_PRINTABLE
+    from framework.marked_yaml import NOT_PRINTABLE
 
     printable = re.compile("[\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
     for point in range(0x110000):
         char = chr(point)
-        assert bool(_NOT_PRINTABLE.match(char)) != bool(printable.match(char)), hex(point)
+        assert bool(NOT_PRINTABLE.match(char)) != bool(printable.match(char)), hex(point)
 
 
 def test_a_reference_through_a_non_ascii_digit_is_located() -> None:
