@@ -237,16 +237,24 @@ class _Checker:
 
 
 class ValidationCache:
-    """Component nodes checked before, by kind and value, shared by the specs of one command and
-    the trials of a sweep (`framework.plan.SweepChecker`): the key is the node as JSON text in the
-    order written, so 1, 1.0 and true differ and the operative node keeps its order (a value JSON
-    cannot write is checked every time). Only results without problems are kept (a problem's
-    location is the caller's); the results handed out are shared and must not be mutated."""
+    """What the specs of one command and the trials of a sweep (`framework.plan.SweepChecker`)
+    share, checked once, each by value: the key is JSON text in the order written, so 1, 1.0 and
+    true differ and the operative spec keeps its order (a value JSON cannot write is checked every
+    time).
+
+    - Component nodes, by kind and value.
+    - The typed sections (pydantic), by the value of every section that is not a component node
+      and the shape of those that are (mapping, list of mappings or null: all pydantic checks of
+      a node).
+
+    Only results without problems are kept (a problem's location is the caller's); the results
+    handed out are shared and must not be mutated."""
 
     LIMIT = 10_000  # entries; past it, results are still correct, just not kept
 
     def __init__(self) -> None:
         self._by_value: dict[tuple[str, str], Any] = {}
+        self._sections: dict[str, dict[str, Any]] = {}
 
     def node(self, checker: "_Checker", value: Any, kind: str, path: Path) -> Any:
         try:
@@ -261,6 +269,27 @@ class ValidationCache:
                 self._by_value[key] = filled
         return filled
 
+    def sections(self, checker: "_Checker", data: dict[str, Any]) -> dict[str, Any] | None:
+        """The typed sections dumped (as `Spec.model_dump`), or None after reporting problems."""
+        try:
+            key: str | None = json.dumps([[k, _node_shape(v) if k in NODE_SECTIONS else v] for k, v in data.items()])
+        except (TypeError, ValueError):
+            key = None
+        dumped = self._sections.get(key) if key else None
+        if dumped is None:
+            spec = checker.sections(data)
+            if spec is None:
+                return None
+            dumped = spec.model_dump(mode="json")
+            if key and len(self._sections) < self.LIMIT:
+                self._sections[key] = dumped
+        return dumped
+
+
+def _node_shape(value: Any) -> Any:
+    """What pydantic checks of a component-node section: mapping, list of mappings, null."""
+    return [type(item).__name__ for item in value] if isinstance(value, list) else type(value).__name__
+
 
 def validate(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = None) -> dict[str, Any]:
     """Check a loaded spec; return the operative spec or raise one SpecError with every problem.
@@ -270,8 +299,11 @@ def validate(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = N
     data = loaded.data
     if not isinstance(data, dict):
         raise SpecError([Problem(loaded.value_mark(()), (), "a spec must be a mapping of sections")])
-    spec = checker.sections(data)
-    dumped = spec.model_dump(mode="json") if spec is not None else None
+    if cache:
+        dumped = cache.sections(checker, data)
+    else:
+        spec = checker.sections(data)
+        dumped = spec.model_dump(mode="json") if spec is not None else None
     if dumped is not None:
         checker.files(dumped)
     nodes: dict[str, Any] = {}
