@@ -242,7 +242,8 @@ class ValidationCache:
     true differ and the operative spec keeps its order (a value JSON cannot write is checked every
     time).
 
-    - Component nodes, by kind and value.
+    - Component nodes, by kind and value; and first by the identity of the very object checked
+      before (a node a sweep trial shares with its sweep's base), which skips writing its JSON key.
     - The typed sections (pydantic), by the value of every section that is not a component node
       and the shape of those that are (mapping, list of mappings or null: all pydantic checks of
       a node).
@@ -254,9 +255,13 @@ class ValidationCache:
 
     def __init__(self) -> None:
         self._by_value: dict[tuple[str, str], Any] = {}
+        self._by_identity: dict[tuple[str, int], tuple[Any, Any]] = {}  # (kind, id) -> (value kept alive, node)
         self._sections: dict[str, dict[str, Any]] = {}
 
     def node(self, checker: "_Checker", value: Any, kind: str, path: Path) -> Any:
+        same = self._by_identity.get((kind, id(value)))
+        if same is not None and same[0] is value:
+            return same[1]
         try:
             key: tuple[str, str] | None = (kind, json.dumps(value))
         except (TypeError, ValueError):
@@ -265,8 +270,12 @@ class ValidationCache:
         if filled is None:
             before = len(checker.problems)
             filled = checker.node(value, kind, path)
-            if key and len(checker.problems) == before and len(self._by_value) < self.LIMIT:
+            if len(checker.problems) > before:
+                return filled
+            if key and len(self._by_value) < self.LIMIT:
                 self._by_value[key] = filled
+        if len(self._by_identity) < self.LIMIT:
+            self._by_identity[(kind, id(value))] = (value, filled)
         return filled
 
     def sections(self, checker: "_Checker", data: dict[str, Any]) -> dict[str, Any] | None:
