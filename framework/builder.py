@@ -16,9 +16,9 @@ from typing import Any
 
 import registry
 from framework.errors import Mark, Path, Problem, SpecError, format_path
-from framework.loader import Loaded
+from framework.marked_yaml import Loaded
 from framework.schema import LiveSchemas
-from framework.validate import node_ref
+from framework.schema_paths import node_ref
 
 
 @dataclass

@@ -102,7 +102,6 @@ def check_files(files: list[Path], store: Any = None) -> list[SpecError | None]:
     if not files:
         return []
     _import_checkers()
-    from framework.loader import reading_once
     from framework.schema import CommittedSchemas
 
     schemas = CommittedSchemas()  # read once (a 0.7 MB JSON file: ~10 ms), before any fork
@@ -118,8 +117,7 @@ def check_files(files: list[Path], store: Any = None) -> list[SpecError | None]:
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD, *threshold[1:])
     try:
-        with reading_once():  # one snapshot of the files per command, each read from disk once
-            return _check_files(files, store, schemas)
+        return _check_files(files, store, schemas)
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
@@ -515,7 +513,7 @@ def _descriptions(committed: Any, kind: str, name: str) -> dict[str, str]:
 def _print_arguments(schema: dict, descriptions: dict[str, str]) -> None:
     import textwrap
 
-    from framework.validate import describe
+    from framework.wording import describe
 
     print("  arguments:")
     for key, prop in schema["properties"].items():

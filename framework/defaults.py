@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import registry
-from framework.errors import format_path
+from framework.errors import format_path, list_index
 
 
 class NotFound(KeyError):
@@ -75,7 +75,7 @@ def _child(context: Context, key: str | int, schema_of: Any) -> Context:
     if what == "terms":
         return ("node", detail)
     if what == "node" and schema_of is not None:
-        from framework.validate import node_ref
+        from framework.schema_paths import node_ref
 
         found = node_ref(schema_of.get("properties", {}).get(str(key), {}))
         if found:
@@ -130,9 +130,10 @@ def operative_value(data: Any, parts: list[str], schemas: Any = None) -> Any:
         schema, why = _component(context, node, schemas)
         where = f"'{format_path(path)}'" if path else "the spec"
         if isinstance(node, list):
-            if not (part.isdigit() and int(part) < len(node)):
+            index = list_index(part, len(node))
+            if index is None or part.startswith("-"):
                 raise NotFound(f"{where} is a list of {len(node)} item(s); '{part}' is not one of its indices")
-            node, context, path = node[int(part)], _child(context, int(part), None), (*path, int(part))
+            node, context, path = node[index], _child(context, index, None), (*path, index)
             continue
         if not isinstance(node, dict):
             raise NotFound(f"{where} is a {_noun(node)}, not a mapping, so it has no key '{part}'")
@@ -153,6 +154,6 @@ def operative_value(data: Any, parts: list[str], schemas: Any = None) -> Any:
 
 
 def _noun(value: Any) -> str:
-    from framework.validate import yaml_type
+    from framework.wording import yaml_type
 
     return yaml_type(value)

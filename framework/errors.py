@@ -34,6 +34,24 @@ def format_path(path: Path) -> str:
     return ".".join(str(part) for part in path) or "<root>"
 
 
+_INDEX = re.compile(r"^[0-9]{1,18}$")  # ASCII digits only: `int()` also reads `²` and `٣`
+
+
+def key_parts(text: str) -> list[str]:
+    """`metrics.1.type` -> `["metrics", "1", "type"]`: the one reading of a key path as written in
+    an override, a sweep axis or a `${...}` reference (`format_path` writes it). Whether a part
+    is a list index depends on the value it meets: see `list_index`."""
+    return text.strip().split(".")
+
+
+def list_index(part: str, length: int) -> int | None:
+    """The list position a key-path part names in a list of `length` items (`0`, `-1`: ASCII
+    digits only, so `²` is not an index), or None: the one reading of an index in a key path."""
+    if not _INDEX.match(part.removeprefix("-")) or not -length <= int(part) < length:
+        return None
+    return int(part) % length
+
+
 @dataclass(frozen=True)
 class Problem:
     mark: Mark | None

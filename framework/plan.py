@@ -21,12 +21,14 @@ from pathlib import Path as FsPath
 from typing import Any, Callable
 
 
-from framework.errors import Problem, SpecError
-from framework.loader import (Loaded, apply_overrides, dump_line, list_index, copy_tree, load_file, load_spec, merge_loaded,
-                              reference_targets, resolve_references)
+from framework.errors import Mark, Problem, SpecError, key_parts, list_index
+from framework.loader import apply_overrides, load_file, load_spec, merge_loaded, set_value
+from framework.marked_yaml import Loaded, copy_tree, dump_line
+from framework.references import reference_targets, resolve_references
 from framework.spec import Sweep
 from framework.validate_cache import note_exists
-from framework.validate import ValidationCache, Schemas, validate, yaml_type
+from framework.validate import ValidationCache, Schemas, validate
+from framework.wording import yaml_type
 
 _STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -291,7 +293,7 @@ class SweepChecker:
         loaded = load_file(spec_path)
         apply_overrides(loaded, self.overrides)
         if with_sweep is None:
-            with_sweep = _copy(loaded)
+            with_sweep = loaded.copy()
             resolve_references(with_sweep)
         self.trials = expand_sweep(with_sweep)
         self.sweep = _parsed_sweep(with_sweep) if self.trials else None
@@ -300,7 +302,7 @@ class SweepChecker:
                            if path[:1] == ("sweep",) and (len(path) == 3 or path[1:3] == ("random", "params"))}
         apply_overrides(loaded, ["sweep=null"])
         self.unresolved = loaded
-        self.resolved = _copy(loaded)
+        self.resolved = loaded.copy()
         resolve_references(self.resolved)
         self.base = validate_plan(self.resolved, schemas, self.cache)
         self.references = _references(loaded.data)
@@ -316,10 +318,14 @@ class SweepChecker:
         return validate_plan(load_spec(self.spec_path, [*self.overrides, *trial.overrides]), self.schemas, self.cache)
 
     def _fast_units(self, trial: Trial) -> list[Unit]:
-        settings = [o for o in trial.overrides if o != "sweep=null"]
-        paths = [tuple(o.partition("=")[0].strip().split(".")) for o in settings]
+        settings = [o for o in trial.overrides if o != "sweep=null"]  # in the order of trial.values
+        paths = [tuple(key_parts(key)) for key in trial.values]
         loaded = Loaded(_copy_along(self.unresolved.data, paths), {}, {}, self.unresolved.source)
-        apply_overrides(loaded, settings)
+        # the values themselves: `key=dump_line(value)` reads back as `value`, with no YAML parse
+        problems = [p for (key, value), text in zip(trial.values.items(), settings)
+                    if (p := set_value(loaded, key, copy_tree(value), Mark(f"override '{text}'")))]
+        if problems:
+            raise SpecError(problems)
         reached = _reached(paths, self.references)
         loaded.data = {k: v if k in reached else self.resolved.data[k] for k, v in loaded.data.items()}
         resolve_references(loaded, only=reached)
@@ -353,10 +359,6 @@ class SweepChecker:
         return problems
 
 
-def _copy(loaded: Loaded) -> Loaded:
-    return Loaded(copy_tree(loaded.data), dict(loaded.key_marks), dict(loaded.value_marks), loaded.source)
-
-
 def _copy_along(data: Any, paths: list[tuple[str, ...]]) -> Any:
     """`data` with every mapping and list on the given key paths copied (shallowly), so that
     setting those paths leaves `data` as it was; everything off the paths is shared."""
@@ -384,7 +386,7 @@ def _references(data: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, 
     if isinstance(data, list):
         return [r for i, v in enumerate(data) for r in _references(v, (*path, str(i)))]
     if isinstance(data, str) and "${" in data:
-        return [(path, tuple(target.split("."))) for target in reference_targets(data)]
+        return [(path, tuple(key_parts(target))) for target in reference_targets(data)]
     return []
 
 

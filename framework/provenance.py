@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 
 from framework.errors import Path, format_path
-from framework.loader import Loaded, dump_line
+from framework.marked_yaml import Loaded, dump_line
 
 
 def leaves(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:

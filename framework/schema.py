@@ -405,11 +405,6 @@ def build_schema(plugins: bool = False) -> dict[str, Any]:
     return schema
 
 
-def write_schema(path: pathlib.Path = SCHEMA_PATH) -> pathlib.Path:
-    path.write_text(json.dumps(build_schema(), indent=1) + "\n")
-    return path
-
-
 class CommittedSchemas:
     """Component schemas read from the committed JSON file: no torch import. An installed plugin's
     components are not in that file; their schemas come from their live signatures (which imports

@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from framework.errors import Problem, SpecError
-from framework.loader import Loaded, apply_overrides, load_spec
+from framework.loader import apply_overrides, load_spec
+from framework.marked_yaml import Loaded
 from framework.plan import SweepChecker, Trial, validate_plan
 from framework.store import LINK_TAG, RESULT_TAG
 

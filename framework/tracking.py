@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from framework.loader import dump_line
+from framework.marked_yaml import dump_line
 from framework.run_context import SystemMetrics, context_tags, log_context, package_version
 
 if TYPE_CHECKING:

@@ -18,12 +18,7 @@ default" (delete the key for that). It is kept where the signature accepts None 
 is otherwise an error "expected <what is valid>, got null", component-node arguments included.
 Integers: an integer argument is written as an integer; `1e100` (a float) is not one.
 
-Old spellings: when a check fails, `OLD_SPELLINGS` is consulted before the generic message. Each
-entry names the check (`terms`: a weighted mapping is not a mapping; `term name`: a term name is
-not lower_snake_case; `argument`: a component has no such argument), says when the failure is an
-old spelling, and writes the message in the new spelling (the list of terms as the equivalent
-mapping, `loss.terms.<name>.weight` for an index, where a weight now goes). A later rename adds
-one entry to `OLD_SPELLINGS`.
+Old spellings are explained by `framework.old_spellings`; messages are worded by `framework.wording`.
 """
 
 from __future__ import annotations
@@ -33,20 +28,22 @@ import json
 import math
 import pathlib
 import re
-from dataclasses import dataclass
-from functools import cache, partial
-from typing import Any, Callable, Protocol
+from functools import partial
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 import registry
+from framework.arguments import argument_problem
 from framework.errors import Path, Problem, SpecError, format_path
-from framework.loader import Loaded, dump_line
+from framework.marked_yaml import Loaded
+from framework.old_spellings import old_spelling
 from framework.schema import TERM_WEIGHT
+from framework.schema_paths import node_ref, terms_member
+from framework.section_errors import section_error
+from framework.spec import NODE_SECTIONS, Spec
 from framework.validate_cache import note_exists
-from framework.spec import NODE_SECTIONS, Hardware, Spec, Tracking, Trainer
-
-_SECTIONS: dict[str, type[BaseModel]] = {"hardware": Hardware, "trainer": Trainer, "tracking": Tracking}
+from framework.wording import accepts_null, close_match, default_hint, describe, got, typing_hint, unknown_key
 
 
 class Schemas(Protocol):
@@ -54,391 +51,9 @@ class Schemas(Protocol):
     def component(self, kind: str, name: str) -> dict[str, Any]: ...
 
 
-def describe(schema: Any) -> str:
-    """Human text for what a JSON Schema accepts: 'a number', "one of 'a', 'b'", ..."""
-    if not schema:
-        return "any value"
-    terms = node_ref(schema)
-    if terms and terms[1] == "terms":
-        return f"a mapping of term name -> {registry.KINDS[terms[0]].noun} node (each with an optional weight)"
-    if "$ref" in schema:
-        kind = schema["$ref"].rsplit("node.", 1)[-1]
-        return f"a {registry.KINDS[kind].noun} node" if kind in registry.KINDS else "a component node"
-    if "const" in schema:
-        return repr(schema["const"])
-    if "enum" in schema:
-        return "one of " + ", ".join(repr(v) if not isinstance(v, bool) else str(v).lower() for v in schema["enum"])
-    if "anyOf" in schema:
-        return " or ".join(describe(s) for s in schema["anyOf"])
-    json_type = schema.get("type")
-    if json_type == "array":
-        if "prefixItems" in schema:
-            return f"a list of {len(schema['prefixItems'])} items"
-        items = schema.get("items")
-        text = f"a list of ({describe(items)})" if items else "a list"
-    else:
-        text = {
-            "integer": "an integer",
-            "number": "a number",
-            "string": "a string",
-            "boolean": "true or false",
-            "null": "null",
-            "object": "a mapping",
-        }.get(json_type, str(json_type))
-    rule = _rule(schema)
-    if not rule:
-        return text
-    if rule.startswith("must have "):
-        return f"{text} with {rule.removeprefix('must have ')}"
-    return f"{text} {rule.removeprefix('must be ').removeprefix('must ')}"
-
-
-# JSON Schema bound keyword -> the rule in words (framework.schema.constrained writes them).
-_RULES = {
-    "minimum": "must be >= {}",
-    "exclusiveMinimum": "must be > {}",
-    "maximum": "must be <= {}",
-    "exclusiveMaximum": "must be < {}",
-    "multipleOf": "must be a multiple of {}",
-    "minLength": "must have at least {} character(s)",
-    "maxLength": "must have at most {} character(s)",
-    "minItems": "must have at least {} item(s)",
-    "maxItems": "must have at most {} item(s)",
-    "minProperties": "must have at least {} key(s)",
-    "maxProperties": "must have at most {} key(s)",
-}
-
-
-def _rule(schema: dict[str, Any]) -> str:
-    """Every bound of a schema in plain words: 'must be >= 0 and < 1', or '' when it has none.
-    (A list of a fixed length, `prefixItems`, already says its length in `describe`.)"""
-    if "prefixItems" in schema:
-        return ""
-    rules = [template.format(_number(schema[key])) for key, template in _RULES.items() if key in schema]
-    if not rules:
-        return ""
-    return rules[0] + "".join(" and " + r.removeprefix("must be ").removeprefix("must have ") for r in rules[1:])
-
-
-def _number(value: Any) -> str:
-    return str(int(value)) if isinstance(value, float) and value.is_integer() and abs(value) < 1e15 else str(value)
-
-
-def _strict_integer(checker: Any, instance: Any) -> bool:
-    """An integer is a YAML integer: 64.0 or 1e100 is a number, never silently a size."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-def _nan_fails(keyword: str) -> Callable[..., Any]:
-    """A bound keyword that NaN fails (NaN compares false with everything, so it passes them all)."""
-    import jsonschema
-
-    check = jsonschema.Draft202012Validator.VALIDATORS[keyword]
-
-    def nan_fails(validator: Any, bound: Any, instance: Any, schema: dict[str, Any]) -> Any:
-        if isinstance(instance, float) and math.isnan(instance):
-            yield jsonschema.ValidationError(f"{instance!r} is not within the bounds")
-        else:
-            yield from check(validator, bound, instance, schema)
-
-    return nan_fails
-
-
-@cache
-def argument_validator_class() -> Any:
-    """How component arguments are checked: JSON Schema 2020-12 with the two rules above. Built on
-    first use: jsonschema is imported only when `plainly_valid` cannot vouch for a value."""
-    import jsonschema
-
-    return jsonschema.validators.extend(
-        jsonschema.Draft202012Validator,
-        validators={k: _nan_fails(k) for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")},
-        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
-    )
-
-
-# plainly_valid: a quick, one-sided check of the keywords that argument schemas use. It only ever
-# says "certainly valid"; every other answer goes to jsonschema, which also words every problem.
-# So a spec whose arguments all pass never imports jsonschema (its attrs classes, `referencing`
-# and the metaschemas: 60-100 ms of a ~0.6 s `exp validate`), and the rules and messages stay
-# jsonschema's alone. tests/framework/test_plainly_valid.py checks, over every argument schema in
-# spec.schema.json and values around each bound, that it never accepts what jsonschema rejects.
-
-_ANNOTATIONS = frozenset({"default", "description", "title", "examples", "deprecated"})
-_JSON_TYPES: dict[type, tuple[str, ...]] = {
-    type(None): ("null",), bool: ("boolean",), int: ("integer", "number"), float: ("number",),
-    str: ("string",), list: ("array",), dict: ("object",),
-}
-_SCALARS = (type(None), bool, int, float, str)
-
-
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)
-
-
-def _same(value: Any, member: Any) -> bool:
-    """`value` is `member` as enum/const compare them: a scalar of the very same type, equal."""
-    return type(value) is type(member) and type(value) in _SCALARS and value == member
-
-
-def _bound(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any, dict[str, Any]], bool]:
-    def check(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-        if not _is_number(value):
-            return True  # a bound says nothing of a non-number (the `type` keyword does)
-        return _is_number(bound) and not (isinstance(value, float) and math.isnan(value)) and compare(value, bound)
-    return check
-
-
-def _length(of: type, compare: Callable[[int, int], bool]) -> Callable[[Any, Any, dict[str, Any]], bool]:
-    def check(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-        return type(value) is not of or (type(bound) is int and compare(len(value), bound))
-    return check
-
-
-def _type(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    names = _JSON_TYPES.get(type(value), ())
-    return any(name in names for name in ([bound] if isinstance(bound, str) else bound))
-
-
-def _items(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    if type(value) is not list:
-        return True
-    start = len(schema.get("prefixItems", ()))
-    return all(plainly_valid(item, bound) for item in value[start:])
-
-
-def _prefix_items(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    if type(bound) is not list:
-        return False
-    return type(value) is not list or all(plainly_valid(item, each) for item, each in zip(value, bound))
-
-
-def _multiple_of(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    if not _is_number(value):
-        return True
-    return type(value) is int and type(bound) is int and bound > 0 and value % bound == 0  # exact: whole numbers only
-
-
-def _pattern(value: Any, bound: Any, schema: dict[str, Any]) -> bool:
-    if type(value) is not str:
-        return True
-    try:
-        return isinstance(bound, str) and re.search(bound, value) is not None
-    except re.error:  # not a pattern Python reads: jsonschema says what it makes of it
-        return False
-
-
-_PLAIN: dict[str, Callable[[Any, Any, dict[str, Any]], bool]] = {
-    "type": _type,
-    "enum": lambda value, bound, schema: type(bound) is list and any(_same(value, member) for member in bound),
-    "const": lambda value, bound, schema: _same(value, bound),
-    "anyOf": lambda value, bound, schema: type(bound) is list and any(plainly_valid(value, each) for each in bound),
-    "minimum": _bound(lambda value, bound: value >= bound),
-    "maximum": _bound(lambda value, bound: value <= bound),
-    "exclusiveMinimum": _bound(lambda value, bound: value > bound),
-    "exclusiveMaximum": _bound(lambda value, bound: value < bound),
-    "minItems": _length(list, lambda n, bound: n >= bound),
-    "maxItems": _length(list, lambda n, bound: n <= bound),
-    "minLength": _length(str, lambda n, bound: n >= bound),
-    "maxLength": _length(str, lambda n, bound: n <= bound),
-    "minProperties": _length(dict, lambda n, bound: n >= bound),
-    "maxProperties": _length(dict, lambda n, bound: n <= bound),
-    "items": _items,
-    "prefixItems": _prefix_items,
-    "multipleOf": _multiple_of,
-    "pattern": _pattern,
-}
-
-
-def plainly_valid(value: Any, schema: Any) -> bool:
-    """True when the argument schema `schema` certainly accepts `value`; False when it may not
-    (a keyword this check does not know, a value some keyword rejects): then ask jsonschema."""
-    if type(schema) is not dict:
-        return False
-    for keyword, bound in schema.items():
-        if keyword not in _ANNOTATIONS:
-            check = _PLAIN.get(keyword)
-            if check is None or not check(value, bound, schema):
-                return False
-    return True
-
-
-def yaml_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    return type(value).__name__
-
-
-def _got(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{yaml_type(value)} {text}"
-
-
-def _hint(value: Any, schema: dict[str, Any]) -> str:
-    """YAML typing surprises: a number where a string was meant, and the reverse."""
-    accepts = describe(schema)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and "a string" in accepts:
-        return f" (YAML read it as a number; quote it: '{value}')"
-    if isinstance(value, str) and ("a number" in accepts or "an integer" in accepts):
-        try:
-            float(value)
-        except ValueError:
-            return ""
-        return " (it is quoted, so YAML read a string; remove the quotes)"
-    return ""
-
-
-def _close(word: str, options: list[str]) -> str | None:
-    found = registry.close_matches(word, options)
-    return found[0] if found else None
-
-
-def _unknown_key(owner: str, key: str, valid: list[str], what: str = "key") -> str:
-    if "." in key.strip("."):  # `loss.terms.cvm.weight: 3`: an override's spelling, written in a file
-        parts = key.split(".")
-        nested = "".join(f"{part}: {{" for part in parts[:-1]) + f"{parts[-1]}: ..." + "}" * (len(parts) - 1)
-        return (f"{owner} has no {what} '{key}': keys in a file are not dotted (a dotted key path is how "
-                f"overrides and sweep axes spell it); nest them: {nested}")
-    match = _close(key, valid)
-    if match:
-        return f"{owner} has no {what} '{key}'. Did you mean '{match}'?"
-    return f"{owner} has no {what} '{key}'. Valid {what}s: {', '.join(valid) or 'none'}."
-
-
-def _flow(value: Any) -> str:
-    """A value as one line of flow-style YAML, keys in the order written."""
-    return dump_line(value)
-
-
-def _as_named_terms(terms: list[Any], pattern: str) -> dict[str, Any]:
-    """A list of terms (the old spelling) as the equivalent mapping: each term named after its
-    type, a repeated type suffixed from its second occurrence on (mse, mse_1), nested lists too;
-    a term whose type is no valid name is `term_<index>`."""
-    named: dict[str, Any] = {}
-    for index, term in enumerate(terms):
-        type_name = term.get("type") if isinstance(term, dict) else None
-        base = type_name if isinstance(type_name, str) and re.match(pattern, type_name) else f"term_{index}"
-        name, suffix = base, 0
-        while name in named:
-            suffix += 1
-            name = f"{base}_{suffix}"
-        if isinstance(term, dict) and isinstance(term.get("terms"), list):
-            term = {**term, "terms": _as_named_terms(term["terms"], pattern)}
-        named[name] = term
-    return named
-
-
-def _listed_terms(value: Any, where: dict[str, Any]) -> str:
-    named = _as_named_terms(value, where["pattern"])
-    weighted = [n for n, t in named.items() if isinstance(t, dict) and "weight" in t] or list(named)
-    example = format_path((*where["path"], weighted[-1], "weight")) if named else format_path((*where["path"], "<name>"))
-    return (f"terms are named, not listed, so that a key path such as {example} stays on its term "
-            f"when terms are reordered; write terms: {_flow(named)}")
-
-
-def _numbered_term(value: Any, where: dict[str, Any]) -> str:
-    term = where["term"]
-    rest = f".{next(iter(term))}" if isinstance(term, dict) and len(term) == 1 else ""
-    names = ", ".join(where["names"]) or "none"
-    return (f"terms are named, not numbered: write {format_path(where['path'])}.<name>{rest} "
-            f"with <name> one of: {names}")
-
-
-def _lone_weight(value: Any, where: dict[str, Any]) -> str:
-    owner = where["owner"]
-    term = _flow({"type": "weighted_sum", "terms": {owner: {"type": owner, "weight": where["given"]}}})
-    return f"{owner} has no argument 'weight'; a weight belongs to a term of weighted_sum: {term}"
-
-
-@dataclass(frozen=True)
-class OldSpelling:
-    """A spelling the spec language no longer accepts, and how to write it now (see the module
-    docstring). `applies(value, where)` and `advice(value, where)` get the offending value (a
-    node, a name, a key) and what the failed check knows about its place (`where`)."""
-
-    check: str
-    applies: Callable[[Any, dict[str, Any]], bool]
-    advice: Callable[[Any, dict[str, Any]], str]
-
-
-OLD_SPELLINGS: list[OldSpelling] = [
-    # Terms of weighted_sum were a list, addressed by index (loss.terms.1.weight): reordering them
-    # silently moved every override, sweep axis and compared param to another term.
-    OldSpelling("terms", lambda value, where: isinstance(value, list), _listed_terms),
-    OldSpelling("term name", lambda value, where: str(value).isdigit(), _numbered_term),
-    # Every loss took a `weight`, applied only inside weighted_sum and silently ignored elsewhere.
-    OldSpelling("argument", lambda value, where: where["kind"] == "losses" and value == "weight", _lone_weight),
-]
-
-
-def old_spelling(check: str, value: Any, **where: Any) -> str | None:
-    """The message of the first `OLD_SPELLINGS` entry that explains this failed check, if any."""
-    for entry in OLD_SPELLINGS:
-        if entry.check == check and entry.applies(value, where):
-            return entry.advice(value, where)
-    return None
-
-
-_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
-
-
-def argument_validator(schema: dict[str, Any]) -> Any:
-    """The ArgumentValidator of `schema`, built once per schema object for the whole command (the
-    argument schemas live as long as the loaded registry schema; building a jsonschema validator
-    costs more than most checks). The entry keeps the schema alive, so its id is never reused."""
-    entry = _VALIDATORS.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        entry = _VALIDATORS[id(schema)] = (schema, argument_validator_class()(schema))
-    return entry[1]
-
-
-def argument_problem(value: Any, schema: dict[str, Any]) -> tuple[Path, str] | None:
-    """Where inside `value` (a key path relative to the argument) and why the argument's JSON
-    Schema rejects it, or None when it accepts it. The outermost problem is reported; in a union
-    (`int | None`) whose member of the value's type rejects it, that member's reason ("must be >= 1")."""
-    if plainly_valid(value, schema):
-        return None
-    from jsonschema.exceptions import best_match
-
-    error = best_match(argument_validator(schema).iter_errors(value))
-    if error is None:
-        return None
-    return tuple(error.path), _value_message(error.instance, error)
-
-
-def _value_message(value: Any, error: Any) -> str:  # a jsonschema.ValidationError
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    if error.validator in ("type", "enum", "const", "anyOf", "prefixItems"):
-        message = f"expected {describe(schema)}, got {_got(value)}"
-        if error.validator == "enum" and isinstance(value, str):
-            match = _close(value, [str(v) for v in schema.get("enum", [])])
-            if match:
-                return f"{message}. Did you mean '{match}'?"
-        return message + _hint(value, schema)
-    if error.validator in _RULES:
-        return f"{_rule(schema)}, got {_got(value)}"
-    return f"{error.message}"
-
-
 class _Checker:
+    """The problems of one loaded spec, collected while its sections and nodes are checked."""
+
     def __init__(self, loaded: Loaded, schemas: Schemas) -> None:
         self.loaded, self.schemas = loaded, schemas
         self.problems: list[Problem] = []
@@ -452,14 +67,14 @@ class _Checker:
     def node(self, value: Any, kind: str, path: Path) -> Any:
         reg = registry.KINDS[kind]
         if not isinstance(value, dict):
-            self.problem(path, f"expected a {reg.noun} node (a mapping with 'type: <{reg.noun}>'), got {_got(value)}")
+            self.problem(path, f"expected a {reg.noun} node (a mapping with 'type: <{reg.noun}>'), got {got(value)}")
             return value
         name = value.get("type")
         if name is None:
             self.problem(path, f"a {reg.noun} node needs a 'type' key. Known {registry.plural(reg.noun)}: {', '.join(reg.names())}.", at_key=True)
             return value
         if not isinstance(name, str):
-            self.problem((*path, "type"), f"expected a {reg.noun} name, got {_got(name)}")
+            self.problem((*path, "type"), f"expected a {reg.noun} name, got {got(name)}")
             return value
         try:
             schema = self.schemas.component(kind, name)
@@ -478,7 +93,7 @@ class _Checker:
                     self.problem((*path, key), f"'{key}' is supplied by the builder at run time; remove it from the spec", at_key=True)
                 else:
                     message = old_spelling("argument", key, kind=kind, owner=name, given=value[key])
-                    self.problem((*path, key), message or _unknown_key(name, key, arguments, "argument"), at_key=True)
+                    self.problem((*path, key), message or unknown_key(name, key, arguments, "argument"), at_key=True)
         for key in schema.get("required", []):
             if key not in value:
                 self.problem(path, f"{name} is missing required argument '{key}' ({describe(properties[key])})", at_key=True)
@@ -501,22 +116,22 @@ class _Checker:
         if nested:
             kind, shape = nested
             if shape == "terms":
-                return self.terms(value, kind, _terms_member(schema), path)
+                return self.terms(value, kind, terms_member(schema), path)
             if shape == "list":
                 if not isinstance(value, list):
-                    self.problem(path, f"expected {describe(schema)}, got {_got(value)}")
+                    self.problem(path, f"expected {describe(schema)}, got {got(value)}")
                     return value
                 return [self.node(item, kind, (*path, i)) for i, item in enumerate(value)]
             return self.node(value, kind, path)
         found = argument_problem(value, schema)
         if found:
-            self.problem((*path, *found[0]), found[1] + _default_hint(value, schema))
+            self.problem((*path, *found[0]), found[1] + default_hint(value, schema))
         return value
 
     def null_argument(self, schema: dict[str, Any], path: Path) -> None:
         """A null argument (module docstring): kept where the signature accepts None."""
-        if not _accepts_null(schema):
-            self.problem(path, f"expected {describe(schema)}, got null{_default_hint(None, schema)}")
+        if not accepts_null(schema):
+            self.problem(path, f"expected {describe(schema)}, got null{default_hint(None, schema)}")
         return None
 
     def terms(self, value: Any, kind: str, schema: dict[str, Any], path: Path) -> Any:
@@ -524,11 +139,11 @@ class _Checker:
         noun = registry.KINDS[kind].noun
         if not isinstance(value, dict):
             message = old_spelling("terms", value, path=path, pattern=schema["propertyNames"]["pattern"])
-            self.problem(path, message or f"expected {describe(schema)}, got {_got(value)}")
+            self.problem(path, message or f"expected {describe(schema)}, got {got(value)}")
             return value
         kept = {name: term for name, term in value.items() if term is not None}  # null removes a term
         if not value:
-            self.problem(path, f"expected at least one term (name -> {noun} node), got {_got(value)}")
+            self.problem(path, f"expected at least one term (name -> {noun} node), got {got(value)}")
         elif not kept:  # shown where the last term was removed: the file, a child spec or an override
             mark = self.loaded.value_mark((*path, list(value)[-1]))
             self.problems.append(Problem(mark, path, "every term is removed (null): keep at least one, or "
@@ -544,7 +159,7 @@ class _Checker:
                                              f"metric names), got '{name}'", at_key=True)
                 continue
             if isinstance(term, dict) and "type" not in term:
-                match = _close(name, typed)
+                match = close_match(name, typed)
                 if match:  # e.g. an override or a child spec that misspelled an existing term
                     self.problem(sub, f"term '{name}' has no 'type' (a new term needs one). "
                                       f"Did you mean '{match}'?", at_key=True)
@@ -561,9 +176,9 @@ class _Checker:
 
     def term_weight(self, weight: Any, path: Path) -> None:
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            self.problem(path, f"expected a number >= 0, got {_got(weight)}{_hint(weight, TERM_WEIGHT)}")
+            self.problem(path, f"expected a number >= 0, got {got(weight)}{typing_hint(weight, TERM_WEIGHT)}")
         elif not (math.isfinite(weight) and weight >= 0):
-            self.problem(path, f"must be a finite number >= 0, got {_got(weight)}")
+            self.problem(path, f"must be a finite number >= 0, got {got(weight)}")
 
     # -- monitored metrics --------------------------------------------------------------------------
 
@@ -617,241 +232,43 @@ class _Checker:
         except ValidationError as exc:
             seen: set[Path] = set()
             for error in exc.errors():
-                self.section_error(error, data, seen)
+                section_error(self.problem, error, data, seen)
             return None
-
-    def section_error(self, error: Any, data: dict[str, Any], seen: set[Path]) -> None:
-        loc = tuple(error["loc"])
-        if loc and loc[0] in NODE_SECTIONS:
-            if data.get(str(loc[0])) is None and len(loc) == 1:  # missing or null: `node()` skips it
-                self.missing_node(str(loc[0]), error["type"] == "missing")
-            return  # component nodes are reported by `node()`, with their own messages
-        error_type = error["type"]
-        if len(loc) > 1 and str(loc[0]) not in _SECTIONS:
-            self.nested_error(error, data, seen)  # init, sweep, phases: typed, nested deeper
-            return
-        owner_cls = _SECTIONS.get(str(loc[0])) if len(loc) > 1 else Spec
-        field_path: Path = loc[:2] if owner_cls is not Spec else loc[:1]
-        if field_path in seen:
-            return
-        seen.add(field_path)
-        key = field_path[-1]
-        if error_type == "extra_forbidden":
-            owner = "the spec" if owner_cls is Spec else f"section '{loc[0]}'"
-            valid = list(owner_cls.model_fields) if owner_cls else []
-            if owner_cls is Spec:
-                valid.append("extends")
-            self.problem(field_path, _unknown_key(owner, str(key), valid), at_key=True)
-        elif error_type == "missing":
-            parent = field_path[:-1]
-            where = "the spec" if not parent else f"section '{parent[0]}'"
-            self.problem(parent, f"{where} is missing required key '{key}'", at_key=True)
-        elif error_type == "model_type" or error_type == "model_attributes_type":
-            self.problem(field_path, f"expected a mapping of {key} settings, got {_got(error['input'])}")
-        else:
-            value = _get(data, field_path)
-            schema = _field_schema(field_path)
-            # A union (`max_steps`: an integer >= 1 or -1) is described whole, whichever member failed first.
-            if (error_type.endswith(("_type", "_parsing")) or error_type in ("literal_error", "enum", "union_tag_invalid")
-                    or "anyOf" in schema and error_type != "value_error"):
-                message = f"expected {describe(schema)}, got {_got(value)}"
-                match = _close(value, [str(v) for v in schema.get("enum", [])]) if isinstance(value, str) else None
-                message += f". Did you mean '{match}'?" if match else _hint(value, schema)
-            else:
-                message = f"{_constraint(error_type, error.get('ctx') or {}, error['msg'])}, got {_got(value)}"
-                if error_type == "value_error":  # a model validator's own message says it all
-                    message = error["msg"].removeprefix("Value error, ")
-            self.problem(field_path, message)
-
-
-    def missing_node(self, field: str, missing: bool) -> None:
-        """A required node section (`task`) that is missing, or null."""
-        if missing:
-            self.problem((), f"the spec is missing required key '{field}'", at_key=True)
-        else:
-            noun = registry.KINDS[NODE_SECTIONS[field][0]].noun
-            self.problem((field,), f"expected a {noun} node (a mapping with 'type: <{noun}>'), got null")
-
-    def nested_error(self, error: Any, data: dict[str, Any], seen: set[Path]) -> None:
-        """An error inside a typed section that nests (`init.stage`, `sweep.grid`, `phases.1`):
-        reported at the deepest part of its location that the spec has (pydantic adds the names
-        of union members and validators to a location; they are not keys)."""
-        loc = tuple(error["loc"])
-        path: Path = ()
-        for part in loc:
-            node = _get(data, path)
-            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int):
-                path = (*path, part)
-            elif error["type"] in ("extra_forbidden", "missing") and isinstance(node, dict) and part == loc[-1]:
-                path = (*path, part)
-        if path in seen:
-            return
-        seen.add(path)
-        value, key = _get(data, path), path[-1]
-        if error["type"] == "extra_forbidden":
-            owner = _schema_at(path[:-1])
-            valid = [k for m in [owner, *owner.get("anyOf", [])] for k in m.get("properties", {})]
-            self.problem(path, _unknown_key(f"'{format_path(path[:-1])}'", str(key), valid), at_key=True)
-        elif error["type"] == "missing":
-            self.problem(path[:-1], f"'{format_path(path[:-1])}' is missing required key '{key}'", at_key=True)
-        elif error["type"] == "value_error":  # a model validator's own message says it all
-            self.problem(path, error["msg"].removeprefix("Value error, "))
-        else:
-            schema = _schema_at(path)
-            accepts = describe(schema) if schema else error["msg"].lower()
-            message = f"expected {accepts}, got {_got(value)}"
-            match = _close(value, [str(v) for v in schema.get("enum", [])]) if isinstance(value, str) else None
-            if error["type"] in _CONSTRAINTS:
-                message = f"{_constraint(error['type'], error.get('ctx') or {}, error['msg'])}, got {_got(value)}"
-            self.problem(path, message + (f". Did you mean '{match}'?" if match else ""))
-
-
-def _default_hint(value: Any, schema: dict[str, Any]) -> str:
-    """For a null where the signature has a default: how to get the default."""
-    if value is None and "default" in schema:
-        return f" (to use the default {schema['default']!r}, delete the key)"
-    return ""
-
-
-def _accepts_null(schema: dict[str, Any]) -> bool:
-    return schema.get("type") == "null" or any(_accepts_null(m) for m in schema.get("anyOf", []))
-
-
-_CONSTRAINTS = {
-    "greater_than_equal": "must be >= {ge}",
-    "greater_than": "must be > {gt}",
-    "less_than_equal": "must be <= {le}",
-    "less_than": "must be < {lt}",
-    "string_pattern_mismatch": "must match the pattern {pattern}",
-    "string_too_short": "must have at least {min_length} character(s)",
-}
-
-
-def _constraint(error_type: str, ctx: dict[str, Any], fallback: str) -> str:
-    template = _CONSTRAINTS.get(error_type)
-    return template.format(**ctx) if template else fallback
-
-
-def _get(data: Any, path: Path) -> Any:
-    for part in path:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
-
-
-_SPEC_SCHEMA: dict[str, Any] | None = None
-
-
-def _field_schema(path: Path) -> dict[str, Any]:
-    global _SPEC_SCHEMA
-    if _SPEC_SCHEMA is None:
-        _SPEC_SCHEMA = Spec.model_json_schema()
-    schema = _SPEC_SCHEMA
-    if len(path) == 1:
-        return schema["properties"].get(str(path[0]), {})
-    section = _SECTIONS[str(path[0])].__name__
-    return schema["$defs"][section]["properties"].get(str(path[1]), {})
-
-
-def _schema_at(path: Path) -> dict[str, Any]:
-    """The JSON Schema of the spec at `path` ($refs followed; in a union, the member that has the
-    next key), or {} where it cannot be told."""
-    global _SPEC_SCHEMA
-    if _SPEC_SCHEMA is None:
-        _SPEC_SCHEMA = Spec.model_json_schema()
-    defs = _SPEC_SCHEMA.get("$defs", {})
-
-    def resolve(schema: dict[str, Any]) -> dict[str, Any]:
-        while "$ref" in schema:
-            schema = defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
-        return schema
-
-    schema = _SPEC_SCHEMA
-    for part in path:
-        schema = resolve(schema)
-        members = [resolve(m) for m in schema.get("anyOf", [schema])]
-        if isinstance(part, int):
-            found = next((m["items"] for m in members if "items" in m), None)
-        else:
-            found = next((m["properties"][part] for m in members if part in m.get("properties", {})), None)
-            found = found or next((m["additionalProperties"] for m in members
-                                   if isinstance(m.get("additionalProperties"), dict)), None)
-        if found is None:
-            return {}
-        schema = found
-    schema = resolve(schema)
-    members = [resolve(m) for m in schema.get("anyOf", [])]
-    return {"anyOf": members} if members else schema
-
-
-def node_ref(schema: dict[str, Any]) -> tuple[str, str] | None:
-    """(kind, shape) when the argument holds component node(s): shape "node" (one node), "list"
-    (a list of nodes) or "terms" (a weighted mapping of named nodes, `framework.schema.terms_schema`)."""
-    ref = schema.get("$ref", "")
-    if ref.startswith("#/$defs/node."):
-        return ref.rsplit("node.", 1)[1], "node"
-    items = schema.get("items") if schema.get("type") == "array" else None
-    if isinstance(items, dict) and items.get("$ref", "").startswith("#/$defs/node."):
-        return items["$ref"].rsplit("node.", 1)[1], "list"
-    terms = _terms_member(schema)
-    if terms:
-        extra = terms["additionalProperties"]
-        refs = [str(m.get("$ref", "")) for m in extra.get("anyOf", [extra])]
-        return next(r for r in refs if r.startswith("#/$defs/term.")).removeprefix("#/$defs/term."), "terms"
-    for member in schema.get("anyOf", []):
-        found = node_ref(member)
-        if found:
-            return found
-    return None
-
-
-def _terms_member(schema: dict[str, Any]) -> dict[str, Any] | None:
-    """The weighted-mapping schema itself, or the member of an `anyOf` (e.g. Optional) that is one."""
-    extra = schema.get("additionalProperties") if schema.get("type") == "object" else None
-    if isinstance(extra, dict) and any(str(m.get("$ref", "")).startswith("#/$defs/term.")
-                                       for m in extra.get("anyOf", [extra])):
-        return schema
-    for member in schema.get("anyOf", []):
-        found = _terms_member(member)
-        if found:
-            return found
-    return None
 
 
 class ValidationCache:
-    """What a sweep's trials share with each other, checked once (`framework.plan.SweepChecker`).
+    """What the specs of one command and the trials of a sweep (`framework.plan.SweepChecker`)
+    share, checked once, each by value: the key is JSON text in the order written, so 1, 1.0 and
+    true differ and the operative spec keeps its order (a value JSON cannot write is checked every
+    time).
 
-    - Component nodes, by kind and value: the key is the value as JSON text in the order
-      written, so 1, 1.0 and true differ and the operative node keeps its order (a value JSON
-      cannot write, such as a YAML timestamp, is checked every time); the very object checked
-      before (a section a trial shares with its sweep's base) is found by identity first.
-    - The typed sections (pydantic), when every section that is not a component node is the very
-      object checked before and the component nodes have the same types (mapping, list of
-      mappings or null: all pydantic checks of a node).
+    - Component nodes, by kind and value; and first by the identity of the very object checked
+      before (a node a sweep trial shares with its sweep's base), which skips writing its JSON key.
+    - The typed sections (pydantic), by the value of every section that is not a component node
+      and the shape of those that are (mapping, list of mappings or null: all pydantic checks of
+      a node).
 
-    Only results without problems are kept (a problem's location is the caller's). The values
-    checked and the results handed out are shared: neither may be mutated afterwards."""
+    Only results without problems are kept (a problem's location is the caller's); the results
+    handed out are shared and must not be mutated."""
 
-    LIMIT = 10_000  # entries per table; past it, results are still correct, just not kept
+    LIMIT = 10_000  # entries; past it, results are still correct, just not kept
 
     def __init__(self) -> None:
         self._by_value: dict[tuple[str, str], Any] = {}
         self._by_identity: dict[tuple[str, int], tuple[Any, Any]] = {}  # (kind, id) -> (value kept alive, node)
-        self._sections: dict[tuple[Any, ...], tuple[list[Any], dict[str, Any]]] = {}
+        self._sections: dict[str, dict[str, Any]] = {}
 
     def node(self, checker: "_Checker", value: Any, kind: str, path: Path) -> Any:
         same = self._by_identity.get((kind, id(value)))
         if same is not None and same[0] is value:
             return same[1]
-        before = len(checker.problems)
         try:
             key: tuple[str, str] | None = (kind, json.dumps(value))
         except (TypeError, ValueError):
             key = None
         filled = self._by_value.get(key) if key else None
         if filled is None:
+            before = len(checker.problems)
             filled = checker.node(value, kind, path)
             if len(checker.problems) > before:
                 return filled
@@ -863,22 +280,24 @@ class ValidationCache:
 
     def sections(self, checker: "_Checker", data: dict[str, Any]) -> dict[str, Any] | None:
         """The typed sections dumped (as `Spec.model_dump`), or None after reporting problems."""
-        key = tuple((k, _node_types(v)) if k in NODE_SECTIONS else (k, id(v)) for k, v in data.items())
-        typed = [v for k, v in data.items() if k not in NODE_SECTIONS]
-        hit = self._sections.get(key)
-        if hit is not None and all(kept is value for kept, value in zip(hit[0], typed)):
-            return hit[1]
-        spec = checker.sections(data)
-        if spec is None:
-            return None
-        dumped = spec.model_dump(mode="json")
-        if len(self._sections) < self.LIMIT:
-            self._sections[key] = (typed, dumped)  # the values are kept alive, so their ids stay theirs
+        try:
+            key: str | None = json.dumps([[k, _node_shape(v) if k in NODE_SECTIONS else v] for k, v in data.items()])
+        except (TypeError, ValueError):
+            key = None
+        dumped = self._sections.get(key) if key else None
+        if dumped is None:
+            spec = checker.sections(data)
+            if spec is None:
+                return None
+            dumped = spec.model_dump(mode="json")
+            if key and len(self._sections) < self.LIMIT:
+                self._sections[key] = dumped
         return dumped
 
 
-def _node_types(value: Any) -> Any:
-    return (list, tuple(type(item) for item in value)) if isinstance(value, list) else type(value)
+def _node_shape(value: Any) -> Any:
+    """What pydantic checks of a component-node section: mapping, list of mappings, null."""
+    return [type(item).__name__ for item in value] if isinstance(value, list) else type(value).__name__
 
 
 def validate(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = None) -> dict[str, Any]:
@@ -903,7 +322,7 @@ def validate(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = N
             continue
         if many:
             if not isinstance(value, list):
-                checker.problem((field,), f"expected a list of {registry.KINDS[kind].noun} nodes, got {_got(value)}")
+                checker.problem((field,), f"expected a list of {registry.KINDS[kind].noun} nodes, got {got(value)}")
                 continue
             nodes[field] = [check(item, kind, (field, i)) for i, item in enumerate(value)]
         else:

@@ -83,7 +83,7 @@ def argument_problems() -> Callable[..., dict[str, str]]:
     all are accepted). The value
     ranges of arguments live in the signatures (components/types.py), not in constructor code."""
     from framework.schema import component_schema
-    from framework.validate import argument_problem
+    from framework.arguments import argument_problem
 
     def problems(kind: str, name: str, **arguments: Any) -> dict[str, str]:
         properties = component_schema(kind, name)["properties"]

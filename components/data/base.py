@@ -7,8 +7,6 @@ train/val/test with a seeded permutation, or ready-made splits. Batches are dict
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -16,20 +14,10 @@ import numpy as np
 import torch
 from lightning.fabric.utilities.seed import _collect_rng_states, _set_rng_states
 from torch.utils.data import DataLoader, Dataset, Sampler
+from components.local_assets import local_path  # noqa: F401  (the data modules' import)
 from components.types import NonNegativeInt, PositiveInt, ProperFraction
 
 
-def local_path(component: str, kind: str, given: str | None, env: str, what: str, folder: bool = False) -> str:
-    """`given`, else the environment variable `env`; a FileNotFoundError that says which data
-    module (`component`) misses what, where it looked and how to provide it, when neither names an
-    existing file (or folder). Paper-scale data modules call it in their constructor, so a run
-    without its asset stops before any training; nothing is ever downloaded."""
-    resolved = given or os.environ.get(env)
-    if not resolved or not (Path(resolved).is_dir() if folder else Path(resolved).is_file()):
-        where = f"{kind} = {given}" if given else f"${env} = {os.environ.get(env) or '(unset)'}"
-        raise FileNotFoundError(f"{component}: {what} not found ({where}). Put it there and set {kind} "
-                                f"or ${env}. Nothing is downloaded.")
-    return str(resolved)
 
 Arrays = dict[str, np.ndarray]
 STAGES = ("train", "val", "test")

@@ -29,6 +29,7 @@ import torch
 from annotated_types import Ge, MultipleOf
 from torch import nn
 
+from components.local_assets import DTYPES
 from framework.extras import require
 
 # Latent diffusion pipelines need image sides divisible by 16 (VAE downsampling x patching).
@@ -40,7 +41,6 @@ DEFAULT_IDS = {
     "sdxl": "stabilityai/stable-diffusion-xl-base-1.0",
     "flux": "black-forest-labs/FLUX.1-dev",
 }
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @contextlib.contextmanager

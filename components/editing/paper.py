@@ -36,7 +36,8 @@ from torch.utils.data import DataLoader
 
 from components.data.base import local_path
 from framework.extras import require
-from components.diffusion.pipelines import DTYPES, offline, resolve_local
+from components.diffusion.pipelines import offline, resolve_local
+from components.local_assets import DTYPES
 from components.kinds import Kind
 from components.types import PositiveFloat, PositiveInt
 

@@ -15,12 +15,12 @@ val), test pairs from shd_test.h5.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from components.data.base import Arrays, ArrayDataModule
+from components.local_assets import local_path
 from components.types import OpenFraction, PositiveFloat, PositiveInt
 from framework.extras import missing
 
@@ -80,14 +80,9 @@ class SHDAdding(ArrayDataModule):
         seed: int = 0,
     ) -> None:
         super().__init__(batch_size=batch_size, standardize=False)
-        folder = root or os.environ.get(env)
-        where = f"data.root = {root}" if root else f"${env} = {os.environ.get(env) or '(unset)'}"
-        missing = [name for name in FILES.values() if not folder or not (Path(folder) / name).is_file()]
-        if missing:
-            raise FileNotFoundError(
-                f"shd_adding: SHD files not found ({where}; missing {', '.join(missing)}). Put the Spiking "
-                f"Heidelberg Digits files shd_train.h5 and shd_test.h5 (zenke.github.io/spiking-heidelberg-digits, "
-                f"or `tonic.datasets.SHD`) in a folder and set data.root or ${env}. Nothing is downloaded.")
+        folder = local_path("shd_adding", "data.root", root, env, "SHD files", needs=tuple(FILES.values()),
+                            how="Put the Spiking Heidelberg Digits files shd_train.h5 and shd_test.h5 "
+                                "(zenke.github.io/spiking-heidelberg-digits, or `tonic.datasets.SHD`) in a folder")
         if channels > SHD_UNITS:
             raise ValueError(f"channels must be <= {SHD_UNITS} (SHD's units), got {channels}")
         self.folder, self.steps, self.duration, self.channels = Path(folder), steps, duration, channels

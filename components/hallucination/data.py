@@ -15,12 +15,12 @@ with the file missing, construction fails at once naming it.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from components.data.base import ArrayDataModule, Arrays
+from components.local_assets import local_path
 from components.types import NonNegativeInt, PositiveInt, ProperFraction
 
 IGNORE = -100
@@ -82,13 +82,8 @@ class TokenLabelFile(ArrayDataModule):
     ) -> None:
         super().__init__(batch_size=batch_size, val_fraction=val_fraction, test_fraction=test_fraction,
                          split_seed=split_seed, standardize=False)
-        file = path or os.environ.get(env)
-        if not file or not Path(file).is_file():
-            where = f"data.path = {path}" if path else f"${env} = {os.environ.get(env) or '(unset)'}"
-            raise FileNotFoundError(
-                f"token_label_file: no local file of token-labelled responses ({where}; a .jsonl of "
-                f'{{"input_ids": [...], "labels": [...]}} per line is needed). Put it there and set data.path '
-                f"or ${env}. Nothing is downloaded.")
+        file = local_path("token_label_file", "data.path", path, env, 'file of token-labelled responses (a .jsonl '
+                          'of {"input_ids": [...], "labels": [...]} per line)')
         self.path, self.max_len, self.vocab_size, self.pad_id = Path(file), max_len, vocab_size, pad_id
 
     def load(self) -> Arrays:

@@ -16,15 +16,13 @@ reads them.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Literal
 
 import torch
 from torch import nn
+from components.local_assets import DTYPES, local_path
 from framework.extras import missing
 
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
 class PretrainedCausalLM(nn.Module):
@@ -45,14 +43,8 @@ class PretrainedCausalLM(nn.Module):
         super().__init__()
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got '{dtype}'")
-        folder = path or os.environ.get(env)
-        if not folder or not (Path(folder) / "config.json").is_file():
-            where = f"model.path = {path}" if path else f"${env} = {os.environ.get(env) or '(unset)'}"
-            raise FileNotFoundError(
-                f"pretrained_causal_lm: no local checkpoint ({where}; a folder with config.json and "
-                f"safetensors weights is needed). Put the weights there and set model.path or ${env}. "
-                f"Nothing is downloaded."
-            )
+        folder = local_path("pretrained_causal_lm", "model.path", path, env, "local checkpoint (a folder with "
+                            "config.json and safetensors weights)", needs=("config.json",), how="Put the weights there")
         try:
             import transformers
             from transformers import AutoModelForCausalLM

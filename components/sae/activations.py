@@ -32,10 +32,10 @@ from torch.utils.data import DataLoader, IterableDataset, Sampler
 
 from components.data.base import TensorDictDataset, keep_batch
 from components.kinds import Kind
+from components.local_assets import DTYPES
 from components.types import PositiveInt
 
 Data = Annotated[Any, Kind("data")]
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 class ReplaySampler(Sampler[int]):

@@ -66,7 +66,8 @@ from framework.claims.evidence import DEFAULT_LEVEL
 from framework.claims.expressions import parse_check, used_aliases
 from framework.discovery import CLAIMS_FILE
 from framework.errors import Problem, SpecError
-from framework.loader import Loaded, apply_overrides, load_file, load_spec
+from framework.loader import apply_overrides, load_file, load_spec
+from framework.marked_yaml import Loaded
 from framework.validate_cache import note_exists
 
 DEFAULT_TIER, FULL_TIER = "default", "full"

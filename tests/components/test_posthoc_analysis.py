@@ -120,7 +120,7 @@ def test_laplace_rescaling_argument_ranges(argument_problems, arguments, problem
 
 def test_builder_builds_the_nested_analysis_node():
     from framework.builder import Builder
-    from framework.loader import Loaded
+    from framework.marked_yaml import Loaded
 
     node = {"type": "posthoc_analysis", "analysis": {"type": "laplace_rescaling", "num_rescalings": 3}}
     model = MLP(30, 2, hidden=[4])

@@ -10,7 +10,7 @@ from components.models.pretrained_lm import PretrainedCausalLM
 
 def test_missing_folder_names_the_variable(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("MY_LM_DIR", raising=False)
-    with pytest.raises(FileNotFoundError, match=r"no local checkpoint \(\$MY_LM_DIR = \(unset\);.*Nothing is downloaded"):
+    with pytest.raises(FileNotFoundError, match=r"local checkpoint .* not found \(\$MY_LM_DIR = \(unset\); missing config.json\).*Nothing is downloaded"):
         PretrainedCausalLM(env="MY_LM_DIR")
     with pytest.raises(FileNotFoundError, match=r"model.path = /nonexistent"):
         PretrainedCausalLM(path="/nonexistent")

@@ -283,7 +283,7 @@ def test_validate_of_broken_input_imports_no_torch(class_results: dict[str, Any]
 def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A file that cannot be opened (permissions): the file and the reason. Simulated, as root
     reads any file whatever its mode."""
-    from framework import loader
+    from framework import file_text
     from framework.cli import main
 
     (tmp_path / "s.yaml").write_text(SPEC)
@@ -291,7 +291,7 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(loader, "open", refuse, raising=False)
+    monkeypatch.setattr(file_text, "open", refuse, raising=False)
     monkeypatch.chdir(tmp_path)
     assert main(["validate", "s.yaml"]) == 2
     assert "s.yaml: cannot read the file: permission denied" in capsys.readouterr().err

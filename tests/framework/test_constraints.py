@@ -18,7 +18,8 @@ from components.types import NonNegativeInt, PositiveFloat, PositiveInt, Probabi
 from framework.errors import SpecError
 from framework.loader import load_spec
 from framework.schema import SCHEMA_PATH, CommittedSchemas, LiveSchemas, type_schema
-from framework.validate import argument_problem, validate
+from framework.arguments import argument_problem
+from framework.validate import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 

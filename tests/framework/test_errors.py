@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from framework.errors import Mark, Problem, SpecError, format_path
-from framework.loader import apply_overrides, parse_yaml
+from framework.loader import apply_overrides
+from framework.marked_yaml import parse_yaml
 from framework.tracking import flatten
 
 

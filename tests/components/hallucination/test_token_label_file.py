@@ -38,6 +38,6 @@ def test_bad_rows_are_located(tmp_path: Path, row: dict, message: str) -> None:
 
 def test_a_missing_file_fails_at_construction_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MY_LABELS", raising=False)
-    with pytest.raises(FileNotFoundError, match=r"token_label_file: no local file of token-labelled responses "
-                                                r"\(\$MY_LABELS = \(unset\);.*Nothing is downloaded"):
+    with pytest.raises(FileNotFoundError, match=r"token_label_file: file of token-labelled responses .* not found "
+                                                r"\(\$MY_LABELS = \(unset\)\).*Nothing is downloaded"):
         TokenLabelFile(env="MY_LABELS")
