@@ -15,7 +15,7 @@ import pytest
 
 import framework.validate as validate
 import registry
-from framework.schema import SCHEMA_PATH
+from framework.schema_files import read_defs
 from framework.validate import argument_problem, argument_validator_class, plainly_valid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def _probes(schema: dict[str, Any]) -> list[Any]:
 
 def argument_schemas() -> list[dict[str, Any]]:
     """Every argument schema of every component in the committed file, each distinct one once."""
-    defs = json.loads(SCHEMA_PATH.read_text())["$defs"]
+    defs = read_defs()
     seen: dict[str, dict[str, Any]] = {}
     for name, definition in defs.items():
         if name.split(".", 1)[0] not in registry.KINDS:  # node.*, term.*, editor.*: views for an editor
