@@ -4,7 +4,40 @@ A piece lives here when more than one family uses it, or clearly could; a family
 declared in components/<family>/registry.py. Kinds and their build contracts: registry.py.
 """
 
+# Kinds of the shared sequence blocks (components/sequence/), used by the LM papers.
+KINDS = {
+    "feature_maps": {
+        "noun": "feature map",
+        "contract": (
+            "A factory: linear attention (or kernel_approximation) calls feature_map(head_dim=...) -> an "
+            "nn.Module mapping (..., head_dim) -> (..., num_features) with phi(q) . phi(k) >= 0; attribute "
+            "num_features, and degree when it approximates the polynomial kernel (q . k)^degree; "
+            "components/sequence/feature_maps.py."),
+        "runtime": ["head_dim"],
+        "factory": True,
+    },
+    "sequence_mixers": {
+        "noun": "sequence mixer",
+        "contract": (
+            "A factory: a sequence model calls mixer(d_model=...) once per layer -> an nn.Module mapping "
+            "(B, L, d_model) -> (B, L, d_model) causally (position t reads positions <= t); "
+            "components/sequence/attention.py."),
+        "runtime": ["d_model"],
+        "factory": True,
+    },
+}
+
 ENTRIES = {
+    "feature_maps": {
+        "elu1": "components.sequence.feature_maps:Elu1",
+        "polysketch_random": "components.sequence.feature_maps:PolySketchRandom",
+        "llops_learned": "components.sequence.feature_maps:LLoPSLearned",
+    },
+    "sequence_mixers": {
+        "softmax_attention": "components.sequence.attention:SoftmaxAttention",
+        "linear_attention": "components.sequence.attention:LinearAttention",
+        "ssd_mamba2": "components.sequence.ssm:SSDMixer",
+    },
     "models": {
         "mlp": "components.models.mlp:MLP",
         "mlp_mixer": "components.models.mixer:MLPMixer",
@@ -12,6 +45,9 @@ ENTRIES = {
         "transformer_lm": "components.models.transformer_lm:TransformerLM",
         "pretrained_causal_lm": "components.models.pretrained_lm:PretrainedCausalLM",
         "precision_reduced": "components.models.precision:PrecisionReduced",
+        "causal_lm": "components.sequence.lm:CausalLM",
+        "velocity_mlp": "components.generative.flow_matching:VelocityMLP",
+        "conv_vae": "components.generative.vae:ConvVAE",
     },
     "data": {
         "synthetic_classification": "components.data.synthetic:SyntheticClassification",
@@ -25,6 +61,8 @@ ENTRIES = {
         "token_file": "components.data.text:TokenFile",
         "mqar": "components.data.recall:MQAR",
         "corrupted_facts": "components.data.facts:CorruptedFacts",
+        "spike_adding": "components.data.spike_adding:SpikeAdding",
+        "instruction_jsonl": "components.data.instructions:InstructionJSONL",
     },
     "losses": {
         "cross_entropy": "components.losses.basic:CrossEntropy",
@@ -65,6 +103,7 @@ ENTRIES = {
         "loss_profile": "components.tasks.profiling:LossProfile",
         "posthoc_analysis": "components.tasks.posthoc:PosthocAnalysis",
         "language_modeling": "components.tasks.language_modeling:LanguageModeling",
+        "autoencoding": "components.generative.task:Autoencoding",
     },
     "claim_functions": {
         "slope": "components.claim_functions.curves:slope",

@@ -14,7 +14,7 @@
     exp list [KIND]                       registered components
     exp explain NAME                      a component's arguments, docstring and source location
     exp explain claims                    the claims file, its check language and every function it can call
-    exp schema [--check] [--plugins -o F] write (or check) framework/spec.schema.json
+    exp schema [--check] [--plugins -o F] write (or check) the committed schema (framework/schema_files.py)
 
 Exit codes: 0 ok, 1 a run or check failed, 2 a spec error or another mistake in what was asked
 (an unknown command, option, kind, component name or run id).
@@ -528,20 +528,36 @@ def _print_arguments(schema: dict, descriptions: dict[str, str]) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    """Without -o: the committed files (framework/spec.schema.json and one fragment per family
+    package: framework/schema_files.py). With -o: the whole schema in one file, for an editor
+    (with --plugins, installed plugins' components too)."""
     import json
 
-    from framework.schema import SCHEMA_PATH, build_schema
+    from framework import schema_files
+    from framework.schema import build_schema
 
-    path = Path(args.output) if args.output else SCHEMA_PATH
-    text = json.dumps(build_schema(plugins=args.plugins), indent=1) + "\n"
-    if args.check:
-        if not path.is_file() or path.read_text() != text:
-            print(f"{path} is stale: run `exp schema` and commit it", file=sys.stderr)
-            return EXIT_FAILED
-        print(f"{path} is up to date")
+    if args.plugins and not args.output:
+        raise UsageError("--plugins writes one whole file for an editor: name it with -o FILE "
+                         "(the committed files hold this repository's components only)")
+    whole = build_schema(plugins=args.plugins)
+    if args.output:
+        path, text = Path(args.output), json.dumps(whole, indent=1) + "\n"
+        stale = [] if path.is_file() and path.read_text() == text else [path]
+        if not args.check:
+            path.write_text(text)
+            print(f"wrote {path}")
+            return 0
+    elif args.check:
+        stale = schema_files.stale(whole)
+    else:
+        written = schema_files.write(whole)
+        print(f"wrote {written[0]} and {len(written) - 1} fragment(s)")
         return 0
-    path.write_text(text)
-    print(f"wrote {path}")
+    for path in stale:
+        print(f"{path} is stale: run `exp schema` and commit it", file=sys.stderr)
+    if stale:
+        return EXIT_FAILED
+    print("the committed schema is up to date")
     return 0
 
 

@@ -109,7 +109,7 @@ def _holds_node(schema: Any) -> bool:
     return isinstance(schema, list) and any(_holds_node(v) for v in schema)
 
 
-def _partial_node(kind: str, names: list[str], defs: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def partial_node(kind: str, names: list[str], defs: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """`editor.<prefix>node.<kind>`: `type` one of the kind's names, then that component's rules.
     A node without `type` (its base spec gives it) may hold any argument of any of the kind's
     components, so that a misspelled key is still flagged."""
@@ -140,7 +140,7 @@ def _common(argument: str, components: dict[str, dict[str, Any]]) -> dict[str, A
     return {}
 
 
-def _complete_node(kind: str, defs: dict[str, Any], names: list[str]) -> dict[str, Any]:
+def complete_node(kind: str, defs: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """`editor.complete.node.<kind>`: what a top-level node of a file without `extends:` must give."""
     rules = []
     for n in names:
@@ -164,14 +164,14 @@ def add_editor_view(schema: dict[str, Any], sections: dict[str, tuple[str, bool]
         if name.startswith(("node.", "term.")) and name.count(".") == 1:
             prefix = "term." if name.startswith("term.") else ""
             kind = name.split(".", 1)[1]
-            editor[f"editor.{name}"] = _partial_node(kind, definition["properties"]["type"]["enum"], defs, prefix)
+            editor[f"editor.{name}"] = partial_node(kind, definition["properties"]["type"]["enum"], defs, prefix)
         elif "x-target" in definition:
             described = descriptions.get(name.removeprefix("term."), {})
             editor[f"editor.{name}"] = _partial_component(name, definition, described)
         else:  # a pydantic section: kept as it is, references allowed
             editor[f"editor.{name}"] = editor_view(definition)
     for kind in dict.fromkeys(kind for kind, _ in sections.values()):  # in order: the file is stable
-        editor[f"editor.complete.node.{kind}"] = _complete_node(kind, defs, kinds[kind])
+        editor[f"editor.complete.node.{kind}"] = complete_node(kind, defs, kinds[kind])
     defs.update(editor)
     schema["properties"] = editor_view({"properties": schema["properties"]})["properties"]
     complete: dict[str, Any] = {}

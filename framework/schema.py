@@ -25,8 +25,8 @@ an argument that the call then passes twice. Such a class declares what it forwa
 A node records under `x-inherited` which base declares each argument taken that way, so that
 `exp explain` shows that base's docstring without importing anything.
 
-`exp schema` writes the whole schema to `framework/spec.schema.json` (committed; a test fails when
-it is stale). `exp validate` reads that file and never imports torch; `exp run` asks the live
+`exp schema` writes the schema as committed files (a small root, `framework/spec.schema.json`, and
+one fragment per family package: framework/schema_files.py; a test fails when one is stale). `exp validate` reads that file and never imports torch; `exp run` asks the live
 signatures of the components it uses (`LiveSchemas`), so both apply the same rules.
 """
 
@@ -364,7 +364,7 @@ def is_plugin(kind: str, name: str) -> bool:
 
 
 def build_schema(plugins: bool = False) -> dict[str, Any]:
-    """The whole spec schema (imports every registered component). The committed file holds this
+    """The whole spec schema (imports every registered component). The committed files hold this
     repository's components only (`plugins=False`), so that it does not depend on what a machine
     has installed; `exp schema --plugins -o FILE` writes one for an editor that also knows them."""
     from framework.editor_schema import add_editor_view
@@ -414,9 +414,9 @@ class CommittedSchemas:
         """`live_fallback`: an entry missing from the file (added since `exp schema` last ran) is
         read from its live signature instead of being an error (`exp run` does this; `exp
         validate` says to run `exp schema`, since an editor reads the file)."""
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing; run `exp schema` to write it")
-        self.defs: dict[str, Any] = json.loads(path.read_text())["$defs"]
+        from framework.schema_files import read_defs
+
+        self.defs: dict[str, Any] = read_defs(path)
         self._live = LiveSchemas()
         self.live_fallback = live_fallback
         self.live_used = False  # a result that read a live signature depends on code (validate_cache)

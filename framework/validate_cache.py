@@ -10,8 +10,9 @@ A result is reused only when all of these are as they were when it was computed:
 - every file the check read: the spec, its `extends` chain, the upstream specs an `init: {spec}` or
   a claims file names, by content (BLAKE2 of the bytes), and every file whose existence it tested
   (recorded as missing), so creating, deleting or editing any of them invalidates it;
-- the checker: the size and mtime of every file of framework/, of registry.py and of each
-  components/*/registry.py (the committed schema framework/spec.schema.json is among them), the
+- the checker: the size and mtime of every file of framework/ (the committed schema's root
+  framework/spec.schema.json among them), of registry.py, and of components/registry.py,
+  components/*/registry.py and the schema fragments next to them (framework/schema_files.py), the
   Python version and interpreter, and the mtime of each folder on sys.path (installing or removing
   a package, e.g. a plugin with components, changes its site-packages folder);
 - the spelling of the path on the command line and the current directory (messages show the path as
@@ -87,9 +88,10 @@ def fingerprint() -> str:
     parts += _stats(str(ROOT), ["registry.py"])
     components = ROOT / "components"
     if components.is_dir():
+        parts += _stats(str(components), ["registry.py", "schema.json"])
         for entry in sorted(os.scandir(components), key=lambda e: e.name):
             if entry.is_dir():
-                parts += _stats(entry.path, ["registry.py"])
+                parts += _stats(entry.path, ["registry.py", "schema.json"])
     for folder in sys.path:
         try:
             parts.append(f"{folder}:{os.stat(folder or '.').st_mtime_ns}")

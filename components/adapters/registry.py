@@ -4,7 +4,6 @@ ENTRIES = {
     "models": {"peft_lora": "components.adapters.lora:peft_lora"},
     "data": {
         "digits_transfer": "components.adapters.data:DigitsTransfer",
-        "instruction_jsonl": "components.adapters.instructions:InstructionJSONL",
     },
     "claim_functions": {"column_at": "components.adapters.claims:column_at"},
 }

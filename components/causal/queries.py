@@ -45,7 +45,7 @@ import torch
 from annotated_types import Ge, Interval, MinLen
 from torch.utils.data import DataLoader, Sampler
 
-from components.adapters.instructions import IGNORE, response_windows
+from components.data.instructions import IGNORE, response_windows
 from components.causal.scm import NAMES, SCM, random_scm, render_code, render_text, unit_equations
 from components.data.base import Arrays, ArrayDataModule, ResumableLoader, TensorDictDataset, keep_batch
 from components.types import NonNegativeInt, PositiveInt, ProperFraction

@@ -1,11 +1,11 @@
-"""components/sequence/spike_adding.py: the SHD-Adding stand-in."""
+"""components/data/spike_adding.py: the SHD-Adding stand-in."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from components.sequence.spike_adding import SpikeAdding, digit_templates, spike_adding_samples
+from components.data.spike_adding import SpikeAdding, digit_templates, spike_adding_samples
 
 
 def test_targets_are_sums_and_digits_sit_in_their_halves() -> None:

@@ -34,6 +34,7 @@ import yaml
 import registry
 from framework.discovery import spec_files
 from framework.loader import load_file
+from framework.schema_files import read_defs
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "specs"
@@ -303,7 +304,7 @@ SENTINEL = "ZZSENTINELZZ"
 # Top-level node sections and the registry kind of their `type`.
 NODE_KINDS = {"task": "tasks", "data": "data", "model": "models", "loss": "losses", "optimizer": "optimizers",
               "scheduler": "schedulers"}
-SCHEMA = json.loads((ROOT / "framework" / "spec.schema.json").read_text())["$defs"]
+SCHEMA = read_defs()
 NAMES = {name for reg in registry.KINDS.values() for name in reg.names()}
 INVALID_BYTES = [b"\xff", b"\xfe", b"\xc0", b"\xc1", b"\xf8"]  # never valid in UTF-8
 CONTROLS = [c for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)] + [0x7F, 0x80, 0x9B]

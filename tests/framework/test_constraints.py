@@ -17,8 +17,9 @@ from pydantic import Field
 from components.types import NonNegativeInt, PositiveFloat, PositiveInt, Probability, ProperFraction
 from framework.errors import SpecError
 from framework.loader import load_spec
-from framework.schema import SCHEMA_PATH, CommittedSchemas, LiveSchemas, type_schema
 from framework.arguments import argument_problem
+from framework.schema import CommittedSchemas, LiveSchemas, type_schema
+from framework.schema_files import read_defs
 from framework.validate import validate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,8 +176,7 @@ def test_exp_validate_rejects_ranges_without_importing_torch(tmp_path: Path) -> 
 
 
 def test_committed_schema_carries_the_bounds() -> None:
-    schema = json.loads(SCHEMA_PATH.read_text())
-    defs = schema["$defs"]
+    defs = read_defs()
     assert defs["data.synthetic_classification"]["properties"]["batch_size"]["minimum"] == 1
     assert defs["models.mlp"]["properties"]["hidden"]["items"]["minimum"] == 1
     assert defs["optimizers.adam"]["properties"]["lr"]["exclusiveMinimum"] == 0
@@ -202,7 +202,7 @@ def _integers(schema: dict) -> list[dict]:
 def test_every_size_like_integer_of_our_components_has_a_bound() -> None:
     """Components of this repository state the range of every integer that counts or sizes
     something. Third-party targets (Lightning's callbacks) keep the signature their library has."""
-    defs = json.loads(SCHEMA_PATH.read_text())["$defs"]
+    defs = read_defs()
     unbounded = [f"{key}.{name}" for key, node in defs.items()
                  if str(node.get("x-target", "")).startswith("components.") and not key.startswith("term.")
                  for name, prop in node["properties"].items()

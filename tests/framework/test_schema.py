@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -11,8 +12,8 @@ import pytest
 
 import registry
 from components.kinds import Loss, WeightedLosses
+from framework import schema_files
 from framework.schema import (
-    SCHEMA_PATH,
     NO_JSON,
     LiveSchemas,
     build_schema,
@@ -21,6 +22,8 @@ from framework.schema import (
     term_definition,
     type_schema,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -52,9 +55,49 @@ def test_type_schema(annotation: Any, schema: Any) -> None:
 
 
 def test_committed_schema_is_current() -> None:
-    """Fails when a component or section changed without `exp schema` (then commit the file)."""
-    assert SCHEMA_PATH.is_file(), "run `exp schema`"
-    assert json.loads(SCHEMA_PATH.read_text()) == build_schema(), "stale: run `exp schema` and commit it"
+    """Fails when a component or section changed without `exp schema` (then commit the files)."""
+    assert schema_files.stale(build_schema()) == [], "stale: run `exp schema` and commit the files"
+
+
+def test_a_component_change_rewrites_its_family_fragment_only() -> None:
+    """The committed schema is a root plus one fragment per family package: a changed or added
+    component of one family changes that family's fragment, nothing else (a paper's diff)."""
+    whole = build_schema()
+    before = schema_files.split(whole)
+    changed = copy.deepcopy(whole)
+    changed["$defs"]["models.tiny_token_unet"]["properties"]["extra"] = {"type": "integer"}
+    after = schema_files.split(changed)
+    assert [p for p in before if before[p] != after[p]] == [ROOT / "components/diffusion/schema.json"]
+    assert schema_files.ROOT_FILE in before and len(before) == len(schema_files.fragment_files()) + 1
+    assert len(schema_files.dump(before[schema_files.ROOT_FILE])) < 100_000  # small: no component in it
+
+
+def test_every_reference_of_the_committed_files_resolves() -> None:
+    """Each `$ref` of the root and the fragments names a definition that exists, in its own file
+    or in the file it points to; a component never points at its own fragment's listing (which
+    lists that family's components only) but at the root's."""
+    files = {path: json.loads(path.read_text()) for path in [schema_files.ROOT_FILE, *schema_files.fragment_files()]}
+
+    def refs(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return ([value["$ref"]] if isinstance(value.get("$ref"), str) else []) + [r for v in value.values() for r in refs(v)]
+        return [r for v in value for r in refs(v)] if isinstance(value, list) else []
+
+    checked = 0
+    for path, content in files.items():
+        for ref in refs(content):
+            where, _, pointer = ref.partition("#")
+            target = (path.parent / where).resolve() if where else path
+            node = files[target]
+            for part in pointer.strip("/").split("/"):
+                node = node[part]
+            name = pointer.split("/")[2]
+            listing = name.startswith(("node.", "editor.node.", "editor.complete.")) or \
+                name.count(".") == 1 + name.startswith("editor.") and name.removeprefix("editor.").startswith("term.")
+            if path != schema_files.ROOT_FILE and target == path:
+                assert not listing, f"{path}: {ref} lists this family's components only"
+            checked += 1
+    assert checked > 1000
 
 
 # -- **kwargs followed into the base class (toy components, registered in a throwaway kind) -----
@@ -212,7 +255,13 @@ SPEC = {"name": "s", "paper": "demo", "task": {"type": "classification"}}
 )
 def test_committed_schema_puts_weight_in_terms_only(loss: dict, valid: bool) -> None:
     """Editors read the committed schema: it accepts `weight` inside a term and nowhere else."""
-    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    from referencing import Registry, Resource
+
+    files = [schema_files.ROOT_FILE, *schema_files.fragment_files()]
+    store = Registry().with_resources((path.as_uri(), Resource.from_contents(json.loads(path.read_text())))
+                                      for path in files)
+    root = {**json.loads(schema_files.ROOT_FILE.read_text()), "$id": schema_files.ROOT_FILE.as_uri()}
+    validator = jsonschema.Draft202012Validator(root, registry=store)
     assert validator.is_valid({**SPEC, "loss": loss}) == valid
 
 

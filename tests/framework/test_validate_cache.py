@@ -79,16 +79,19 @@ def test_the_fingerprint_follows_the_checker(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "framework" / "validate.py").write_text("x = 1\n")
     (tmp_path / "framework" / "spec.schema.json").write_text("{}")
     (tmp_path / "components" / "family" / "registry.py").write_text("ENTRIES = {}\n")
+    (tmp_path / "components" / "family" / "schema.json").write_text("{}")
+    (tmp_path / "components" / "registry.py").write_text("ENTRIES = {}\n")
     monkeypatch.setattr(validate_cache, "ROOT", tmp_path)
     seen = {validate_cache.fingerprint()}
     for name, text in (("framework/validate.py", "x = 22\n"), ("framework/spec.schema.json", '{"a": 1}'),
-                       ("components/family/registry.py", "ENTRIES = {'a': {}}\n")):
+                       ("components/family/registry.py", "ENTRIES = {'a': {}}\n"),
+                       ("components/family/schema.json", '{"b": 2}'), ("components/registry.py", "ENTRIES = {'b': {}}\n")):
         (tmp_path / name).write_text(text)
         seen.add(validate_cache.fingerprint())
     (tmp_path / "components" / "other").mkdir()
     (tmp_path / "components" / "other" / "registry.py").write_text("ENTRIES = {}\n")
     seen.add(validate_cache.fingerprint())
-    assert len(seen) == 5
+    assert len(seen) == 7
     assert validate_cache.fingerprint() in seen  # and it is stable while nothing changes
 
 

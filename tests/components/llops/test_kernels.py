@@ -1,4 +1,4 @@
-"""components/sequence/kernels.py: query_key_pairs and the kernel_approximation task."""
+"""components/llops/kernels.py: query_key_pairs and the kernel_approximation task."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from components.sequence.feature_maps import Elu1, LLoPSLearned, PolySketchRandom
-from components.sequence.kernels import KernelApproximation, QueryKeyPairs, anisotropic_vectors, kernel_rel_error
+from components.llops.kernels import KernelApproximation, QueryKeyPairs, anisotropic_vectors, kernel_rel_error
 
 
 def test_relative_error_is_the_frobenius_ratio() -> None:

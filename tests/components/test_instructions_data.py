@@ -1,4 +1,4 @@
-"""components/adapters/instructions.py: instruction pairs as causal-LM windows, loss on the response."""
+"""components/data/instructions.py: instruction pairs as causal-LM windows, loss on the response."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.adapters.instructions import IGNORE, InstructionJSONL, response_windows
+from components.data.instructions import IGNORE, InstructionJSONL, response_windows
 
 WORDS = ["<pad>", "</s>", "what", "is", "two", "plus", "three", "five", "Q:", "A:"]
 

@@ -1,0 +1,1 @@
+"""llops: how well attention feature maps approximate the polynomial kernel (specs/llops/)."""
