@@ -3,7 +3,7 @@ judge, both from local weights only, and the data and task that evaluate an edit
 
 - `instruct_pix2pix_editor`: diffusers' StableDiffusionInstructPix2PixPipeline (InstructPix2Pix,
   Brooks et al. 2023, `timbrooks/instruct-pix2pix`), found through the diffusion package's loading
-  code (`components.diffusion.pipelines.resolve_local`: the local Hugging Face cache or a local
+  code (`components.local_assets.resolve_local`: the local Hugging Face cache or a local
   folder, offline; a missing model is a FileNotFoundError at build time saying how to provide it).
 - `agentic_vlm_judge`: a vision-language model (Qwen2.5-VL class, `transformers`' Qwen2.5-VL
   classes) asked to reason step by step about the two failure modes the paper names, changes the
@@ -36,8 +36,7 @@ from torch.utils.data import DataLoader
 
 from components.data.base import local_path
 from framework.extras import require
-from components.diffusion.pipelines import offline, resolve_local
-from components.local_assets import DTYPES
+from components.local_assets import DTYPES, offline, resolve_local
 from components.kinds import Kind
 from components.types import PositiveFloat, PositiveInt
 

@@ -10,7 +10,8 @@ pytest.importorskip("transformers")
 
 from components.diffusion.attention import AttentionStore  # noqa: E402
 from components.diffusion.localize import QualityContrastLocalizer  # noqa: E402
-from components.diffusion.pipelines import DiffusersPipeline, build_random, missing_message, resolve_local  # noqa: E402
+from components.diffusion.pipelines import DiffusersPipeline, build_random  # noqa: E402
+from components.local_assets import missing_message, resolve_local  # noqa: E402
 from components.diffusion.sampling import BestOfN, LoTTS  # noqa: E402
 from components.diffusion.tiny import TinyTokenUNet  # noqa: E402
 
