@@ -278,15 +278,17 @@ def sweep_hash_of(hashes: list[str]) -> str:
 
 
 def open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, Any],
-                 hashes: list[str]) -> tuple[Any, dict[str, str]]:
+                 hashes: list[str], objective: str | None = None) -> tuple[Any, dict[str, str]]:
     """(the parent run's tracker, spec hash -> id of a FINISHED run in the experiment). The parent
-    run of an earlier invocation of the same sweep (same trial hashes) is reopened, not duplicated."""
+    run of an earlier invocation of the same sweep (same trial hashes) is reopened, not duplicated.
+    `objective`: a search sweep's metric, tagged on the parent (`exp ui` shows it first)."""
     from framework.tracking import Tracker, experiment_id
 
     sweep_hash = sweep_hash_of(hashes)
     tracker = Tracker(base, str(spec_path), sweep_hash, overrides, kind="sweep",
                       extra_tags={"expspec.sweep": "true", "expspec.sweep_hash": sweep_hash,
-                                  "expspec.trials": str(len(hashes))})
+                                  "expspec.trials": str(len(hashes)),
+                                  **({"expspec.sweep_objective": objective} if objective else {})})
     experiment = experiment_id(tracker.client, base["paper"])
     earlier = tracker.client.search_runs(
         [experiment], filter_string=f"tags.`expspec.sweep_hash` = '{sweep_hash}'", max_results=1)
