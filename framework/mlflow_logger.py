@@ -17,6 +17,9 @@ from framework.interrupts import deferred
 # their training time.
 FLUSH_SECONDS = 5.0  # $EXPSPEC_METRICS_FLUSH_SECONDS overrides it (0: write at every logging step)
 MAX_BATCH = 1000  # metrics per `log_batch`, MLflow's limit
+# Bookkeeping that Lightning adds to every logged dict: the epoch is a step axis, not a result
+# (MLflow's charts can plot against steps or time); a user sees the metrics their spec names.
+BOOKKEEPING = frozenset({"epoch"})
 
 
 class RunLogger(MLFlowLogger):
@@ -39,8 +42,9 @@ class RunLogger(MLFlowLogger):
         already_logged: A resumed run's existing history, as counts of (metric, step)
             (`Tracker.logged_steps`). A metric at a step before the last one the run holds for
             it is dropped; at that last step, as many values as the run already holds there are
-            dropped (Lightning logs `epoch` twice at an epoch's last step: after the train batch
-            and after validation). Everything later is logged. The resume checkpoint flushes the
+            dropped (a metric may be logged twice at one step, e.g. at an epoch's last step after
+            the train batch and after validation). Everything later is logged. `epoch` is never
+            logged (`BOOKKEEPING`). The resume checkpoint flushes the
             queue when it is written (components/callbacks/resume.py), so the run holds every value up to the
             step a resume starts from.
         upload_checkpoints: Upload the resume checkpoint as the artifact
@@ -78,7 +82,7 @@ class RunLogger(MLFlowLogger):
         now = int(time.time() * 1000)
         # Lightning's rule: characters MLflow does not allow in a metric name are dropped.
         self._pending += [Metric(re.sub("[^a-zA-Z0-9_/. -]+", "", key), float(value), now, step or 0)
-                          for key, value in metrics.items() if not isinstance(value, str)]
+                          for key, value in metrics.items() if not isinstance(value, str) and key not in BOOKKEEPING]
         if time.monotonic() - self._written >= self.flush_seconds:
             self.flush()
 

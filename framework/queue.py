@@ -315,7 +315,8 @@ class Worker:
         if isolate == "fork":
             sweep.warm_context(self.preload)  # imports while the queue is opened
         if self.queue.created:
-            tracker, _ = sweep.open_parent(spec_path, self.overrides, self.base, self.hashes)
+            tracker, _ = sweep.open_parent(spec_path, self.overrides, self.base, self.hashes,
+                                           self.search["metric"] if self.search else None)
             # the parent outlives this worker: never an orphan for `Tracker.reap_orphans` to close
             self.client.delete_tag(tracker.run_id, "expspec.pid")
             self.queue.enqueue(self.count, [] if self.search else [t.name for t in self.trials], tracker.run_id)
@@ -508,6 +509,9 @@ class Worker:
             self.client.set_tag(self.parent, "expspec.error", f"{missing} trial(s) did not finish")
         if self.search:
             self._best()
+            from framework.search_report import report
+
+            report(self.queue.study(), self.client, self.parent, self.search["metric"])
         self.client.set_terminated(self.parent, "FAILED" if missing else "FINISHED")
         self.echo(f"queue drained: {self.queue.counts()}; parent run {self.parent} "
                   f"{'FAILED' if missing else 'FINISHED'}")

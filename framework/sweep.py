@@ -152,13 +152,15 @@ def link_skipped(client: Any, parent: str, outcomes: dict[int, "TrialOutcome"], 
             continue
         linked = link_run(client, original, parent, outcome.trial.name)
         echo(f"[link] {outcome.trial.name}: run {original.info.run_id[:8]} linked into this sweep as run "
-             f"{linked[:8]} (a copy of its params, metrics and tags)")
+             f"{linked[:8]} (a copy of its params, metrics, tags and artifacts but weights)")
         outcome.run_id = linked
 
 
 def link_run(client: Any, original: Any, parent: str, name: str) -> str:
     """A FINISHED child run of `parent` named `name`, holding `original`'s params, metric
-    histories and tags, tagged `expspec.linked_from`; its id."""
+    histories, tags and artifacts other than weights (`*.ckpt`: the tag `expspec.checkpoint`
+    names them), tagged `expspec.linked_from`; its id. (A run with no artifact at all breaks the
+    Artifacts section of MLflow 3.17's compare view: "Something went wrong".)"""
     from mlflow.entities import Metric, Param
 
     from framework.interrupts import deferred
@@ -177,8 +179,20 @@ def link_run(client: Any, original: Any, parent: str, name: str) -> str:
         for start in range(0, len(history), 1000):
             client.log_batch(run_id, metrics=history[start : start + 1000])
         client.set_tag(run_id, "mlflow.note.content", f"linked from run {original.info.run_id} (same spec hash)")
+        copy_artifacts(client, original.info.run_id, run_id)
         client.set_terminated(run_id, "FINISHED", end_time=original.info.end_time)
     return run_id
+
+
+def copy_artifacts(client: Any, source: str, target: str, path: str = "", skip: tuple[str, ...] = (".ckpt",)) -> None:
+    """Copy run `source`'s artifacts under `path` to run `target`, leaving out files ending in `skip`."""
+    for item in client.list_artifacts(source, path or None):
+        if item.is_dir:
+            copy_artifacts(client, source, target, item.path, skip)
+        elif not item.path.endswith(skip):
+            with tempfile.TemporaryDirectory(prefix="expspec-link-") as folder:
+                local = client.download_artifacts(source, item.path, folder)
+                client.log_artifact(target, local, str(Path(item.path).parent) if "/" in item.path else None)
 
 
 def run_sweep(
@@ -279,15 +293,17 @@ def sweep_hash_of(hashes: list[str]) -> str:
 
 
 def open_parent(spec_path: str | Path, overrides: list[str], base: dict[str, Any],
-                 hashes: list[str]) -> tuple[Any, dict[str, str]]:
+                 hashes: list[str], objective: str | None = None) -> tuple[Any, dict[str, str]]:
     """(the parent run's tracker, spec hash -> id of a FINISHED run in the experiment). The parent
-    run of an earlier invocation of the same sweep (same trial hashes) is reopened, not duplicated."""
+    run of an earlier invocation of the same sweep (same trial hashes) is reopened, not duplicated.
+    `objective`: a search sweep's metric, tagged on the parent (`exp ui` shows it first)."""
     from framework.tracking import Tracker, experiment_id
 
     sweep_hash = sweep_hash_of(hashes)
     tracker = Tracker(base, str(spec_path), sweep_hash, overrides, kind="sweep",
                       extra_tags={"expspec.sweep": "true", "expspec.sweep_hash": sweep_hash,
-                                  "expspec.trials": str(len(hashes))})
+                                  "expspec.trials": str(len(hashes)),
+                                  **({"expspec.sweep_objective": objective} if objective else {})})
     experiment = experiment_id(tracker.client, base["paper"])
     earlier = tracker.client.search_runs(
         [experiment], filter_string=f"tags.`expspec.sweep_hash` = '{sweep_hash}'", max_results=1)

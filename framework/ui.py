@@ -3,9 +3,11 @@
     exp ui [--tracking-uri URI] [--port N] [--host H]
 
 The store is resolved as `exp run` resolves it (`framework.tracking.tracking_uri`: the option,
-else $MLFLOW_TRACKING_URI, else ./mlflow.db). `mlflow server` runs on that store as a child
-process, on a free port unless `--port` is given, until Ctrl-C or SIGTERM, which stop it (its
-whole process group) before `exp ui` exits 0.
+else $MLFLOW_TRACKING_URI, else ./mlflow.db). On a local store, `mlflow server` runs on it as a
+child process, on a free port unless `--port` is given, until Ctrl-C or SIGTERM, which stop it
+(its whole process group) before `exp ui` exits 0. On a team server (an http(s):// URI) nothing
+is started: `exp ui` writes the saved views on that server, prints the same links with the
+server's address, and exits 0.
 
 What MLflow 3.17's UI does, read in its bundle (mlflow/server/js/build) and tried in headless
 Chromium (tests/framework/test_ui_browser.py):
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
 VIEW_KEY = "expspec"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
 SWEEP_TAG = "expspec.sweep"
+OBJECTIVE_TAG = "expspec.sweep_objective"  # on a search sweep's parent run: the metric it optimizes
+NAME_COLUMN = "attributes.`Run Name`"
 START_SECONDS = 120.0  # the server's start on a loaded machine, at most
 STOP_SECONDS = 10.0  # after SIGTERM, before SIGKILL
 
@@ -77,19 +81,24 @@ def compare_link(base: str, experiment_id: str, run_ids: Sequence[str]) -> str:
             "&workflowType=machine_learning")
 
 
-def view_state(runs: Sequence[Run]) -> dict[str, Any]:
-    """The saved view of an experiment's runs: the varied params, then the test metrics (else val,
-    else all; `framework.compare.default_metrics`) as columns."""
+def view_state(runs: Sequence[Run], axes: Sequence[str] = (), objective: str | None = None) -> dict[str, Any]:
+    """The saved view of an experiment's runs, what was varied first: the latest sweep's swept
+    params (`axes`) and its objective metric, then the other params that vary across the runs,
+    then the test metrics (else val, else all; `framework.compare.default_metrics`). `columnOrder`
+    puts them right after the run's name, before MLflow's own columns, so that they are the
+    first a reader sees (the UI otherwise shows the metric columns before the params)."""
     from framework.compare import default_metrics, varied_params
 
-    columns = [f"params.`{p}`" for p in varied_params(runs)] + [f"metrics.`{m}`" for m in default_metrics(runs)]
-    return {"selectedColumns": columns}
+    params = [*axes, *(p for p in varied_params(runs) if p not in axes)]
+    metrics = [*([objective] if objective else []), *(m for m in default_metrics(runs) if m != objective)]
+    columns = [f"params.`{p}`" for p in params] + [f"metrics.`{m}`" for m in metrics]
+    return {"selectedColumns": columns, "columnOrder": [NAME_COLUMN, *columns]}
 
 
 def experiment_links(client: MlflowClient, base: str) -> list[ExperimentLinks]:
     """Write each experiment's saved view (`VIEW_TAG`) and return its links; experiments
     without runs are left out."""
-    from framework.compare import search_runs
+    from framework.compare import search_runs, varied_params
 
     links = []
     for experiment in client.search_experiments(max_results=1000):
@@ -98,16 +107,18 @@ def experiment_links(client: MlflowClient, base: str) -> list[ExperimentLinks]:
             continue
         parents = {r.data.tags.get("mlflow.parentRunId") for r in runs}
         leaves = [r for r in runs if r.info.run_id not in parents and r.data.params]
-        state = view_state(leaves)
+        sweeps = sorted((r for r in runs if r.data.tags.get(SWEEP_TAG) == "true"), key=lambda r: r.info.start_time)
+        latest = sweeps[-1] if sweeps else None
+        children = [r for r in runs if latest and r.data.tags.get("mlflow.parentRunId") == latest.info.run_id]
+        axes = varied_params(children) if len(children) > 1 else []  # what the sweep's trials differ in
+        objective = latest.data.tags.get(OBJECTIVE_TAG) if latest else None
+        state = view_state(leaves, axes, objective)
         client.set_experiment_tag(experiment.experiment_id, VIEW_TAG, json.dumps(state))
         columns = [c.split(".", 1)[1].strip("`") for c in state["selectedColumns"]]
         found = ExperimentLinks(experiment.name, runs_link(base, experiment.experiment_id), columns)
-        sweeps = sorted((r for r in runs if r.data.tags.get(SWEEP_TAG) == "true"), key=lambda r: r.info.start_time)
-        if sweeps:
-            latest = sweeps[-1]
-            children = [r.info.run_id for r in runs if r.data.tags.get("mlflow.parentRunId") == latest.info.run_id]
-            found.sweep, found.compared = latest.info.run_name, children
-            found.compare = compare_link(base, experiment.experiment_id, children) if children else None
+        if latest:
+            found.sweep, found.compared = latest.info.run_name, [r.info.run_id for r in children]
+            found.compare = compare_link(base, experiment.experiment_id, found.compared) if children else None
         links.append(found)
     return links
 
@@ -192,6 +203,12 @@ def cmd_ui(args: argparse.Namespace) -> int:
     except CompareError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
+    if uri.startswith(("http://", "https://")):  # a team server: its UI is already there
+        base = uri.rstrip("/")
+        links = experiment_links(MlflowClient(tracking_uri=uri), base)
+        print(f"MLflow UI of the tracking server {base}")
+        print(describe_links(links), flush=True)
+        return 0
     port = args.port or free_port(args.host)
     base = f"http://{args.host}:{port}"
     # Ctrl-C and SIGTERM stop the server, even when this process started with SIGINT ignored
@@ -227,8 +244,12 @@ def _drain(server: subprocess.Popen) -> None:
 def add_parser(subparsers: Any) -> None:
     """Register `exp ui` on the `exp` sub-command parsers."""
     u = subparsers.add_parser("ui", help="the MLflow UI on the runs' store, with links to the runs table and compare view",
-                              description=(__doc__ or "").split("\n\n")[0])
+                              description="The MLflow UI on the runs' store, with links to each experiment's runs "
+                                          "table and its latest sweep's compare view. On a local store (sqlite) it "
+                                          "starts `mlflow server` until Ctrl-C; with a team server "
+                                          "(MLFLOW_TRACKING_URI or --tracking-uri http://...) it starts nothing, "
+                                          "writes the saved views there and prints links on that server.")
     u.add_argument("--tracking-uri", help="default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db (as `exp run`)")
-    u.add_argument("--port", type=int, default=0, help="default: a free port")
-    u.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine only)")
+    u.add_argument("--port", type=int, default=0, help="local store only; default: a free port")
+    u.add_argument("--host", default="127.0.0.1", help="local store only; default: 127.0.0.1 (this machine only)")
     u.set_defaults(func=cmd_ui)

@@ -61,6 +61,7 @@ def compare(args: argparse.Namespace) -> int:
     log_to = _log_target(client, selection, args)
 
     _write_table(runs, params, metrics, args)
+    _print_importances(client, selection.sweep_parents)
     plot = None
     if args.plot:
         plot = (plot_curves(client, runs, args.curves, args.plot) if args.curves
@@ -102,6 +103,19 @@ def _plot_axis(runs: Sequence[Run], args: argparse.Namespace, metrics: list[str]
     if not metrics:
         raise CompareError("--plot --x: the selected runs have no metrics")
     return x
+
+
+def _print_importances(client: MlflowClient, parents: Sequence[str]) -> None:
+    """A search sweep's parameter importances (framework/search_report.py), below the table, on
+    stderr (the table on stdout stays a table)."""
+    from framework.search_report import EVALUATOR, logged_importances
+
+    for parent in dict.fromkeys(parents):
+        run = client.get_run(parent)
+        found = logged_importances(run.data.metrics)
+        if found:
+            shown = ", ".join(f"{param} {value:.2f}" for param, value in found.items())
+            print(f"parameter importances of {run.info.run_name} ({EVALUATOR}, Optuna): {shown}", file=sys.stderr)
 
 
 def _log_target(client: MlflowClient, selection: Selection, args: argparse.Namespace) -> str | None:

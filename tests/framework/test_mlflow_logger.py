@@ -28,6 +28,7 @@ def test_metrics_wait_for_the_flush_interval_then_finalize_writes_them_all(track
     logger.finalize("success")
     assert _history(tracked, run_id, "train/loss") == [(0, 1.0), (1, 0.5), (2, 1.0 / 3)]
     assert _history(tracked, run_id, "val/accuracy") == [(2, 0.75)]
+    assert _history(tracked, run_id, "epoch") == []  # a step axis Lightning adds, not a result
     assert MlflowClient(tracked).get_run(run_id).info.status == "RUNNING"  # the runner ends the run
 
 

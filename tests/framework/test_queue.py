@@ -186,6 +186,20 @@ def test_an_optuna_search_draws_reports_and_records_each_trial(tracked: str, tmp
     parent = client.get_run(study.user_attrs["expspec.parent_run_id"])
     assert parent.data.tags["expspec.best_run_id"] == best.user_attrs["expspec.run_id"]
     assert parent.info.status == "FINISHED"
+    assert parent.data.tags["expspec.sweep_objective"] == "val/loss"  # exp ui shows it first
+    # Optuna's fANOVA importances (seeded: recomputed alike) and its two plots, on the parent
+    from framework.search_report import importances, logged_importances
+
+    logged = logged_importances(parent.data.metrics)
+    assert logged == pytest.approx(importances(study)) and set(logged) == {"optimizer.lr", "loss.terms.cvm.weight"}
+    assert sum(logged.values()) == pytest.approx(1.0)
+    plots = {a.path: a.file_size for a in client.list_artifacts(parent.info.run_id, "search")}
+    assert set(plots) == {"search/param_importances.png", "search/optimization_history.png"}
+    assert all(5_000 < size < 100_000 for size in plots.values()), plots
+    compared = subprocess.run([sys.executable, "-m", "framework.cli", "compare", parent.info.run_id, "--no-log"],
+                              cwd=tmp_path, capture_output=True, text=True, env={**os.environ})
+    assert compared.returncode == 0, compared.stderr
+    assert f"parameter importances of {parent.info.run_name} (fANOVA, Optuna): " in compared.stderr
 
 
 def test_optuna_is_written_alone(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -48,6 +48,7 @@ def test_finished_run_carries_params_tags_artifact_metrics(tracked: str) -> None
     assert len(history) >= 1 and all(math.isfinite(m.value) for m in history)
     assert 0.0 <= info.data.metrics["test/accuracy"] <= 1.0
     assert "test/demographic_parity_gap" in info.data.metrics
+    assert "epoch" not in info.data.metrics  # bookkeeping: the metrics are those the spec names
 
 
 def test_same_seed_same_numbers(tracked: str) -> None:

@@ -78,9 +78,19 @@ def test_reused_trials_are_linked_into_a_new_sweep_and_temp_folders_removed(
     assert len(client.get_metric_history(linked.info.run_id, "train/loss")) == \
         len(client.get_metric_history(original.info.run_id, "train/loss"))
     assert original.data.tags["mlflow.parentRunId"] == first.parent_run_id  # the original stays
+
+    def files(run_id: str, path: str | None = None) -> set[str]:
+        found = set()
+        for item in client.list_artifacts(run_id, path):
+            found |= files(run_id, item.path) if item.is_dir else {item.path}
+        return found
+
+    # its artifacts too, but the weights (a run with none breaks MLflow's compare view)
+    assert files(linked.info.run_id) == {f for f in files(original.info.run_id) if not f.endswith(".ckpt")}
+    assert "resolved_spec.yaml" in files(linked.info.run_id)
     assert wider.outcomes[0].run_id == linked.info.run_id
     assert f"[link] weight=1.0: run {original.info.run_id[:8]} linked into this sweep as run {linked.info.run_id[:8]}" \
-        " (a copy of its params, metrics and tags)" in lines
+        " (a copy of its params, metrics, tags and artifacts but weights)" in lines
     assert list((tmp_path / "tmp").iterdir()) == []  # the trials' result and log files are gone
 
 

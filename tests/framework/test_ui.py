@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mlflow.entities import Metric, Param
@@ -49,11 +50,28 @@ def test_saved_view_shows_the_varied_params_and_the_test_metrics(store: tuple[Ml
     client, experiment, ids = store
     (links,) = experiment_links(client, BASE)
     state = json.loads(client.get_experiment(experiment).tags[VIEW_TAG])
-    assert state == {"selectedColumns": ["params.`optimizer.lr`", "metrics.`test/accuracy`"]}
+    columns = ["params.`optimizer.lr`", "metrics.`test/accuracy`"]  # the sweep's axis leads
+    assert state == {"selectedColumns": columns, "columnOrder": ["attributes.`Run Name`", *columns]}
     assert links.columns == ["optimizer.lr", "test/accuracy"]
     assert links.runs == f"{BASE}/#/experiments/{experiment}/runs?workflowType=machine_learning&viewStateShareKey=expspec"
     assert links.sweep == "demo sweep" and sorted(links.compared) == sorted([ids["0.001"], ids["0.01"]])
     assert links.compare == compare_link(BASE, experiment, links.compared)
+
+
+def test_the_swept_params_and_the_objective_lead_the_view() -> None:
+    """The latest sweep's axes, then its objective, then the other varied params and metrics."""
+    from types import SimpleNamespace
+
+    from framework.ui import view_state
+
+    def run(lr: str, width: str, metrics: dict[str, float]) -> Any:
+        return SimpleNamespace(data=SimpleNamespace(params={"optimizer.lr": lr, "model.width": width}, metrics=metrics))
+
+    runs = [run("0.1", "8", {"test/accuracy": 0.5, "test/loss": 1.0}), run("0.01", "16", {"test/accuracy": 0.6, "test/loss": 0.9})]
+    state = view_state(runs, axes=["optimizer.lr"], objective="test/loss")
+    assert state["selectedColumns"] == ["params.`optimizer.lr`", "params.`model.width`", "metrics.`test/loss`",
+                                        "metrics.`test/accuracy`"]
+    assert state["columnOrder"][0] == "attributes.`Run Name`" and state["columnOrder"][1:] == state["selectedColumns"]
 
 
 def test_links_as_printed(store: tuple[MlflowClient, str, dict[str, str]]) -> None:
@@ -65,6 +83,31 @@ def test_links_as_printed(store: tuple[MlflowClient, str, dict[str, str]]) -> No
         "  ui_demo: latest sweep 'demo sweep', its 2 trials compared",
     ]
     assert describe_links([]) == "  the store has no finished runs yet: `exp run SPEC` first"
+
+
+def test_on_a_team_server_exp_ui_starts_nothing_and_links_to_that_server(
+        store: tuple[MlflowClient, str, dict[str, str]], capfd: pytest.CaptureFixture[str]) -> None:
+    """MLFLOW_TRACKING_URI=http://...: the saved view is written on the (real) server and the
+    printed links use its address; `exp ui` returns at once, with no server of its own."""
+    from services import mlflow_server
+
+    client, experiment, _ = store
+    client.delete_experiment_tag(experiment, VIEW_TAG)
+    with mlflow_server(client.tracking_uri) as url:
+        children_before = _children()
+        assert main(["ui", "--tracking-uri", url]) == 0
+        assert _children() == children_before  # nothing started (and nothing left running)
+        printed = capfd.readouterr().out
+        assert printed.splitlines()[0] == f"MLflow UI of the tracking server {url}"
+        assert f"    {runs_link(url, experiment)}" in printed.splitlines()
+        assert json.loads(MlflowClient(url).get_experiment(experiment).tags[VIEW_TAG])["selectedColumns"] == [
+            "params.`optimizer.lr`", "metrics.`test/accuracy`"]
+
+
+def _children() -> set[int]:
+    """This process's child processes (Linux)."""
+    found = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+    return {int(p) for p in found.read_text().split()} if found.is_file() else set()
 
 
 def test_compare_link_lists_runs_as_mlflow_writes_them() -> None:
