@@ -28,7 +28,7 @@ Measurements, each against a baseline in the same run:
              checkout (its warm server's start is not counted: a warm-up trial runs first).
   profile    cProfile of one forked trial with everything on: where its time goes.
   lookups    ms per store lookup (`store.fetch_result`) of a hash the store lacks and of one it
-             holds, against the local cache's lookup (`runner.cached`).
+             holds, against the local cache's lookup (`result_cache.cached`).
   reproduce  `exp reproduce --fresh specs/<paper>/` (`--paper`, default sae_replay), in a fresh
              process with a fresh store, in this tree and `--tree`, alternating, `--reproduce-rounds`
              times (the fastest is reported); with `--reproduce-off` also everything off here.
@@ -111,16 +111,16 @@ def switch_off(pieces: set[str]) -> None:
 
 
 def _original_forked_trial() -> Any:
-    from framework import sweep
+    from framework import trial_launchers
 
-    return sweep.forked_trial
+    return trial_launchers.forked_trial
 
 
 _FORKED_TRIAL = None
 
 
 def forked_trial_with_switches(argv: list[str], env: dict[str, str], cwd: str, log_file: str) -> None:
-    """framework.sweep.forked_trial, with the pieces $EXPSPEC_BENCH_OFF names switched off and,
+    """framework.trial_launchers.forked_trial, with the pieces $EXPSPEC_BENCH_OFF names switched off and,
     with $EXPSPEC_BENCH_PROFILE, the trial profiled into that file. Runs in the forked child."""
     pieces = set(filter(None, env.get(OFF_ENV, "").split(",")))
     if "system" in pieces:
@@ -151,11 +151,11 @@ def install_trial_switches() -> None:
     reference: the child imports this module from benchmarks/, on the server's sys.path)."""
     global _FORKED_TRIAL
     import run_overhead
-    from framework import sweep
+    from framework import trial_launchers
 
-    run_overhead._FORKED_TRIAL = sweep.forked_trial
-    _FORKED_TRIAL = sweep.forked_trial
-    sweep.forked_trial = run_overhead.forked_trial_with_switches
+    run_overhead._FORKED_TRIAL = trial_launchers.forked_trial
+    _FORKED_TRIAL = trial_launchers.forked_trial
+    trial_launchers.forked_trial = run_overhead.forked_trial_with_switches
 
 
 # ---------------------------------------------------------------- trials (in a child process)
@@ -221,7 +221,7 @@ def lookups(folder: Path, repeat: int = 20) -> dict[str, float]:
     """Milliseconds per lookup: the store by a hash it lacks, by one it holds, the local cache."""
     from mlflow.tracking import MlflowClient
 
-    from framework.runner import cached
+    from framework.result_cache import cached
     from framework.store import fetch_result
 
     client = MlflowClient(os.environ["MLFLOW_TRACKING_URI"])

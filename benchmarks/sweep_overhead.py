@@ -6,7 +6,7 @@ subprocess of this script with its own fresh MLflow store and cache, so nothing 
 skipped and the warm server's start is billed to its sweep:
 
   fork      `exp sweep` default: trials forked from a server that imported torch, Lightning, MLflow
-            and the spec's components once (framework.sweep.ForkedTrials)
+            and the spec's components once (framework.trial_launchers.ForkedTrials)
   process   `exp sweep --isolate process`: `python -m framework.cli run ...` per trial
 
 Per trial, `in run` is the MLflow run's own time (created -> terminated: build, fit, test, save);

@@ -5,7 +5,7 @@ A grid over tiny cvm_fairness (`optimizer.lr` x `loss.terms.cvm.weight`, side x 
   validate   `exp validate -q --no-cache GRID` in a fresh subprocess (imports included), best of
              --runs: every trial checked (with the result cache, every run after the first would
              reuse the stored result and check nothing).
-  plan       framework.sweep.plan_trials(GRID) in a fresh subprocess: everything `exp sweep`
+  plan       framework.sweep_plan.plan_trials(GRID) in a fresh subprocess: everything `exp sweep`
              does before the first trial starts (trials, their hashes, the base spec).
   one pass   in this process, the same schemas: framework.plan.SweepChecker over a grid of
              min(--trials, 1024) trials (the spec validated once, each trial re-validating what
@@ -80,7 +80,7 @@ def main() -> None:
         big, small = grid_spec(folder, args.trials), grid_spec(folder, min(args.trials, 1024))
         exp = shutil.which("exp")
         cli = [exp] if exp else [sys.executable, "-m", "framework.cli"]
-        plan = f"from framework.sweep import plan_trials; print(len(plan_trials({str(big)!r}, [])[0]))"
+        plan = f"from framework.sweep_plan import plan_trials; print(len(plan_trials({str(big)!r}, [])[0]))"
         t_validate, done = best_wall([*cli, "validate", "-q", "--no-cache", str(big)], args.runs)
         t_plan, planned = best_wall([sys.executable, "-c", plan], args.runs)
         if done.returncode or planned.returncode:

@@ -94,6 +94,7 @@ ENTRIES = {
         "early_stopping": "lightning.pytorch.callbacks:EarlyStopping",
         "lr_monitor": "components.callbacks.lr_monitor:LearningRateMonitor",
         "progress_bar": "components.callbacks.progress:progress_bar",
+        "progress_lines": "components.callbacks.progress:ProgressLines",
         "parameter_count": "components.callbacks.parameter_count:ParameterCount",
         "resume_checkpoint": "components.callbacks.resume:ResumeCheckpoint",
     },

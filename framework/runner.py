@@ -20,17 +20,16 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from framework.errors import Mark, Problem, SpecError, UsageError
+from framework.errors import Mark, Problem, SpecError
 from framework.loader import load_spec
 from framework.plan import Unit, validate_plan
+from framework.result_cache import RunResult, cache_dir, cached, store_result
 from framework.schema import LiveSchemas
 from framework.spec import spec_hash
 from framework.store import fetch_result, upload_result
@@ -41,11 +40,6 @@ def runs_dir() -> Path:
     return Path(os.environ.get("EXPSPEC_RUNS_DIR", ".expspec/runs"))
 
 
-def cache_dir() -> Path:
-    """Final weights and metrics of finished runs, by operative-spec hash."""
-    return Path(os.environ.get("EXPSPEC_CACHE_DIR", ".expspec/cache"))
-
-
 def is_rank_zero() -> bool:
     """Global rank zero under torchrun, SLURM and Lightning's own DDP launcher (which re-runs the
     command with LOCAL_RANK/NODE_RANK set)."""
@@ -53,26 +47,6 @@ def is_rank_zero() -> bool:
         if os.environ.get(key, "0") != "0":
             return False
     return True
-
-
-@dataclass
-class RunResult:
-    run_id: str | None
-    metrics: dict[str, float]
-    operative: dict[str, Any] = field(default_factory=dict)
-    spec_hash: str = ""
-    checkpoint: str | None = None  # final weights in the cache
-    stages: dict[str, "RunResult"] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "metrics": self.metrics, "spec_hash": self.spec_hash,
-                "checkpoint": self.checkpoint, "stages": {k: v.to_json() for k, v in self.stages.items()}}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "RunResult":
-        return cls(run_id=data["run_id"], metrics=data["metrics"], spec_hash=data["spec_hash"],
-                   checkpoint=data.get("checkpoint"),
-                   stages={k: cls.from_json(v) for k, v in data.get("stages", {}).items()})
 
 
 def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> list[Unit]:
@@ -117,25 +91,6 @@ def plan_hash(units: list[Unit], spec_path: str | Path,
 
 def _relative(unit: Unit, name: str) -> Path:
     return Path(unit.loaded.source).parent / name
-
-
-def cached(spec_hash_: str) -> RunResult | None:
-    """The cached result of a finished run with this hash, if its weights are still there."""
-    path = cache_dir() / spec_hash_ / "result.json"
-    if not path.is_file():
-        return None
-    result = RunResult.from_json(json.loads(path.read_text()))
-    if result.checkpoint and not Path(result.checkpoint).is_file():
-        return None
-    return result
-
-
-def store_result(result: RunResult) -> None:
-    """Write a finished run's result into the local cache, by operative-spec hash (framework/store.py
-    writes what it fetched from the tracking store the same way)."""
-    folder = cache_dir() / result.spec_hash
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "result.json").write_text(json.dumps(result.to_json(), indent=1))
 
 
 def obtain(spec_path: str | Path, overrides: list[str] | None = None, fresh: bool = False) -> RunResult:
@@ -412,16 +367,16 @@ def _trainer(built: Any, tracker: Any) -> Any:
     import lightning as L
     from lightning.pytorch.callbacks import ProgressBar
 
-    from components.callbacks.progress import ProgressLines, progress_bar
-
-    from framework.queue import pruning_callback
+    import registry
+    from framework.search import pruning_callback
 
     callbacks = with_resume_checkpoint(built.callbacks, built.trainer_kwargs)
     pruning = pruning_callback()  # a search sweep's trial with a pruner
     if pruning is not None:
         callbacks.append(pruning)
-    if not any(isinstance(c, (ProgressBar, ProgressLines)) for c in callbacks):
-        callbacks.append(progress_bar() if sys.stderr.isatty() else ProgressLines())
+    lines = registry.KINDS["callbacks"].load("progress_lines")
+    if not any(isinstance(c, (ProgressBar, lines)) for c in callbacks):
+        callbacks.append(registry.KINDS["callbacks"].load("progress_bar")() if sys.stderr.isatty() else lines())
     return L.Trainer(
         **built.trainer_kwargs,
         callbacks=callbacks,
@@ -436,11 +391,22 @@ def with_resume_checkpoint(callbacks: list[Any], trainer_kwargs: dict[str, Any])
     """The spec's callbacks and a ResumeCheckpoint (the file `exp resume` reads), unless the spec
     lists one (to set its cadence). Being a Checkpoint callback, it replaces Lightning's default
     checkpoint; a user's own `checkpoint` callbacks still write their files."""
-    from components.callbacks.resume import ResumeCheckpoint
-
-    if any(isinstance(c, ResumeCheckpoint) for c in callbacks):
+    resume_checkpoint = _resume_checkpoint()
+    if any(isinstance(c, resume_checkpoint) for c in callbacks):
         return list(callbacks)
-    return [*callbacks, ResumeCheckpoint()]
+    return [*callbacks, resume_checkpoint()]
+
+
+def _resume_checkpoint() -> Any:
+    """The `resume_checkpoint` callback class, through the registry like every component."""
+    import registry
+
+    return registry.KINDS["callbacks"].load("resume_checkpoint")
+
+
+def resume_file() -> str:
+    """The name of the file the resume checkpoint writes (`exp resume` reads it)."""
+    return _resume_checkpoint().FILE
 
 
 def run_phases(trainer: Any, built: Any, phases: list[str], resume_checkpoint: str | None = None) -> dict[str, float]:
@@ -480,85 +446,8 @@ def _save_final(task: Any, unit_hash: str) -> str:
     return str(final)
 
 
-def stored_spec(run_id: str, uri: str | None = None) -> tuple[Any, Path]:
-    """(the MLflow run, its resolved_spec.yaml downloaded to a temporary folder)."""
-    import tempfile
-
-    from framework.tracking import client
-
-    mlflow_client = client(uri)
-    try:
-        run_info = mlflow_client.get_run(run_id)
-    except Exception as error:
-        raise UsageError(f"no run '{run_id}' in {mlflow_client.tracking_uri}: {error}") from None
-    path = mlflow_client.download_artifacts(run_id, "resolved_spec.yaml", tempfile.mkdtemp(prefix="expspec-"))
-    return run_info, Path(path)
-
-
-def _init_override(run_info: Any) -> list[str]:
-    """A stage run's resolved spec names its init stage; outside its spec, use the weights it loaded."""
-    checkpoint = run_info.data.tags.get("expspec.init_checkpoint")
-    return [f"init={{checkpoint: '{checkpoint}'}}"] if checkpoint else ["init=null"]
-
-
 def last_checkpoint(run_id: str) -> Path | None:
     """The run's ResumeCheckpoint file, runs_dir()/<experiment>/<run>/checkpoints/resume.ckpt:
     never another checkpoint callback's file (a "best" one would restart from an earlier step)."""
-    from components.callbacks.resume import RESUME_FILE
-
-    found = sorted(runs_dir().glob(f"*/{run_id}/checkpoints/{RESUME_FILE}"), key=lambda p: p.stat().st_mtime)
+    found = sorted(runs_dir().glob(f"*/{run_id}/checkpoints/{resume_file()}"), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
-
-
-def resume(run_id: str, uri: str | None = None, from_start: bool = False) -> RunResult:
-    """Continue a killed run from its resume checkpoint, into the same MLflow run. Training
-    continues exactly where the checkpoint was written (weights, optimizer, loop position, the
-    train loader's place in the epoch, random generators), so the run ends with the metrics of an
-    uninterrupted one. The metrics the killed process logged after that checkpoint are logged
-    again by the resumed one with the same values; the logger drops them (see
-    `Tracker.logged_steps`), so the MLflow history holds each step once, as an uninterrupted run's.
-    With `from_start` (a requeued SLURM job stopped before its first checkpoint), a run that left
-    no checkpoint trains again from its start, into the same run."""
-    run_info, spec_file = stored_spec(run_id, uri)
-    checkpoint = last_checkpoint(run_id) or _fetch_checkpoint(run_info, uri)
-    if checkpoint is None and not from_start:
-        raise FileNotFoundError(
-            f"run {run_id} left no resume checkpoint under {runs_dir()}/*/{run_id}/checkpoints/ "
-            f"nor in the store (it stopped before its first one was written, or checkpointing was off); "
-            f"start it again with `exp rerun {run_id}`"
-        )
-    if uri:
-        os.environ["MLFLOW_TRACKING_URI"] = uri
-    overrides = (["init=null"] if checkpoint else _init_override(run_info)) \
-        if run_info.data.tags.get("expspec.init_checkpoint") else []
-    units = prepare(spec_file, overrides)
-    tags = run_info.data.tags
-    return run_unit(units[0], tags.get("expspec.spec_hash", ""), overrides, parent_run_id=tags.get("mlflow.parentRunId"),
-                    resume_run_id=run_id, resume_checkpoint=str(checkpoint) if checkpoint else None)
-
-
-def _fetch_checkpoint(run_info: Any, uri: str | None) -> Path | None:
-    """The run's resume checkpoint from the tracking store (uploaded by a run on a tracking
-    server), downloaded to where `last_checkpoint` finds it; None when the store has none."""
-    from components.callbacks.resume import RESUME_FILE
-    from framework.store import fetch_resume_checkpoint
-    from framework.tracking import client
-
-    target = runs_dir() / run_info.info.experiment_id / run_info.info.run_id / "checkpoints" / RESUME_FILE
-    return fetch_resume_checkpoint(client(uri), run_info, target)
-
-
-def rerun(run_id: str, uri: str | None = None) -> RunResult:
-    """Run again from the run's stored resolved spec, as a new run tagged with the original."""
-    run_info, spec_file = stored_spec(run_id, uri)
-    if uri:
-        os.environ["MLFLOW_TRACKING_URI"] = uri
-    import yaml
-
-    overrides = _init_override(run_info) if (yaml.safe_load(spec_file.read_text()) or {}).get("init") else []
-    units = prepare(spec_file, overrides)
-    os.environ["EXPSPEC_RERUN_OF"] = run_id
-    try:
-        return run_unit(units[0], unit_hashes(units, spec_file)[0], overrides)
-    finally:
-        os.environ.pop("EXPSPEC_RERUN_OF", None)

@@ -49,8 +49,9 @@ def submit_sweep(spec_path: str | Path, overrides: list[str], launcher: str, opt
                  echo: Any = print) -> list[Any]:
     """Submit the sweep's unfinished trials as one job array; the submitit jobs (see the module docstring)."""
     submitit = need("submitit")
-    from framework.runner import cache_dir
-    from framework.sweep import SweepPlan, skip_finished, link_skipped, open_parent
+    from framework.result_cache import cache_dir
+    from framework.sweep_plan import SweepPlan
+    from framework.sweep_runs import link_skipped, open_parent, skip_finished
 
     if launcher not in LAUNCHERS:
         raise UsageError(f"--launcher {launcher}: expected one of {', '.join(LAUNCHERS)}")
@@ -92,7 +93,9 @@ class TrialJob:
     see the module docstring)."""
 
     def __call__(self, spec_path: str, overrides: list[str], parent: str, name: str, hashes: list[str]) -> dict:
-        from framework import runner
+        from framework.result_cache import RunResult
+        from framework.resume import resume
+        from framework.runner import run
         from framework.tracking import client
 
         job = _job_id()
@@ -102,12 +105,12 @@ class TrialJob:
         experiment = mlflow_client.get_run(parent).info.experiment_id
         earlier = mlflow_client.search_runs([experiment], f"tags.`{JOB_TAG}` = '{job}'", max_results=1)
         if earlier and earlier[0].info.status == "FINISHED":
-            result = runner.RunResult(earlier[0].info.run_id, dict(earlier[0].data.metrics))
+            result = RunResult(earlier[0].info.run_id, dict(earlier[0].data.metrics))
         elif earlier:  # this task was requeued: continue its run
             os.environ.pop("EXPSPEC_RUN_TAGS")
-            result = runner.resume(earlier[0].info.run_id, from_start=True)
+            result = resume(earlier[0].info.run_id, from_start=True)
         else:
-            result = runner.run(spec_path, overrides)
+            result = run(spec_path, overrides)
         end_parent_when_done(mlflow_client, experiment, parent, hashes)
         return {"run_id": result.run_id, "metrics": result.metrics}
 

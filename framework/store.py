@@ -7,7 +7,7 @@ machine finds there by its spec hash.
   stage's weights are in its own run. On a local store `final.ckpt` is a hard link to the cache's
   file (`log_file`), so the weights take their space once.
 - `fetch_result(hash, operative)` finds the newest FINISHED run of the spec's experiment with that
-  spec hash and a stored result, and downloads it into the local cache (`runner.cache_dir()`),
+  spec hash and a stored result, and downloads it into the local cache (`result_cache.cache_dir()`),
   where the next lookup finds it: the local cache is a front of the store, never the only copy.
   `init: {spec}` and `exp reproduce` obtain their runs this way (`runner.obtain`); a sweep's
   skip-finished logic reads the store's FINISHED runs by spec hash already.
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
-    from framework.runner import RunResult
+    from framework.result_cache import RunResult
 
 RESULT_DIR = "result"  # artifact folder of a run's result
 RESULT_TAG = "expspec.result"  # "stored" once the result's artifacts are all uploaded
@@ -87,7 +87,7 @@ def log_file(client: MlflowClient, run_id: str, path: str, folder: str) -> None:
     client.log_artifact(run_id, path, folder)
 
 
-LINK_TAG = "expspec.linked_from"  # on a sweep's child run that links a reused run (framework.sweep.link_run)
+LINK_TAG = "expspec.linked_from"  # on a sweep's child run that links a reused run (framework.sweep_runs.link_run)
 
 
 def find_run(client: MlflowClient, paper: str, spec_hash: str) -> Any | None:
@@ -119,7 +119,7 @@ def fetch_result(spec_hash: str, operative: dict[str, Any]) -> RunResult | None:
 
 
 def _download(mlflow_client: MlflowClient, run: Any, paper: str) -> RunResult | None:
-    from framework.runner import RunResult, cache_dir, store_result
+    from framework.result_cache import RunResult, cache_dir, store_result
 
     run_id = run.info.run_id
     with tempfile.TemporaryDirectory(prefix="expspec-fetch-") as scratch:

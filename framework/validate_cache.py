@@ -22,7 +22,7 @@ schema) depends on that component's code and is not stored, nor is any later che
 command (a node checked once is reused by later specs, so they may rest on it without reading it). Entries are JSON files written
 atomically (a temporary file renamed), so concurrent commands never read half an entry; a
 damaged entry is a miss. Where: `<EXPSPEC_CACHE_DIR or .expspec/cache>/validate/`, next to the run
-results (framework/runner.py `cache_dir`).
+results (framework/result_cache.py `cache_dir`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The warm-up of the server that forks sweep trials (`framework.sweep.ForkedTrials`).
+"""The warm-up of the server that forks sweep trials (`framework.trial_launchers.ForkedTrials`).
 
 That server imports this module once; each trial is then a child forked from it, so what is
 imported here is not imported again per trial. It lists what a run imports: torch, Lightning,
@@ -26,11 +26,13 @@ import torch  # noqa: F401
 import framework.builder  # noqa: F401
 import framework.compare  # noqa: F401  (`exp run`'s parser names every command)
 import framework.mlflow_logger  # noqa: F401
-import framework.queue  # noqa: F401  (a trial's runner asks it for a search's pruning callback)
 import framework.run_context
 import framework.runner  # noqa: F401
+import framework.search  # noqa: F401  (a trial's runner asks it for a search's pruning callback)
 import framework.sweep  # noqa: F401
 import framework.tracking  # noqa: F401
+import framework.trial_launchers  # noqa: F401
+import framework.ui  # noqa: F401  (`exp run`'s parser names every command)
 
 sqlalchemy.orm.configure_mappers()
 framework.run_context.installed_versions()

@@ -56,6 +56,7 @@ class ResumeCheckpoint(Checkpoint):
     """
 
     MIN_SECONDS = 10.0
+    FILE = RESUME_FILE  # what `exp resume` looks for in a run's checkpoints folder
 
     def __init__(self, every_n_steps: PositiveInt | None = None, min_seconds: NonNegativeFloat | None = None) -> None:
         if every_n_steps is not None and every_n_steps < 1:

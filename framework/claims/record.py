@@ -87,7 +87,7 @@ def plan_runs(runs: dict[str, Any], folder: Path) -> dict[str, Planned]:
     from framework.loader import load_spec
     from framework.plan import expand_sweep
     from framework.runner import plan_hash, prepare
-    from framework.sweep import plan_trials
+    from framework.sweep_plan import plan_trials
 
     planned = {}
     for alias, ref in runs.items():
@@ -156,7 +156,7 @@ def recorded_runs(record: dict[str, Any], plan: Planned) -> list[Recorded] | Non
 def as_results(recorded: list[Recorded], sweep: bool) -> Any:
     """What the claims read: a RunResult, or a list of TrialResults for a sweep."""
     from framework.claims.reproduction import TrialResult
-    from framework.runner import RunResult
+    from framework.result_cache import RunResult
 
     if not sweep:
         r = recorded[0]

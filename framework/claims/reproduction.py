@@ -16,7 +16,7 @@ from framework.claims.evidence import FailedRun
 from framework.claims.expressions import Outcome, evaluate
 from framework.claims.report import heading, headline, rewrite_readme, summary, table
 from framework.claims.schema import CLAIMS_FILE, ClaimsFile, RunRef, in_tier, load_claims
-from framework.runner import RunResult
+from framework.result_cache import RunResult
 
 
 @dataclass
@@ -139,7 +139,7 @@ def check_specs(runs: dict[str, RunRef], folder: Path) -> None:
     """Validate every spec the runs need, with its overrides and every sweep trial, against the
     committed schema (no torch import), before anything runs: a mistake in the last one is a
     SpecError now, not after the runs before it trained, and leaves no run in the store."""
-    from framework.cli import check_spec
+    from framework.spec_check import check_spec
 
     for ref in runs.values():
         check_spec(folder / ref.spec, ref.overrides, trials=True)
@@ -192,7 +192,8 @@ def obtain_sweep(alias: str, spec: Path, overrides: list[str], jobs: int, echo: 
                  isolate: str = "fork") -> list[TrialResult]:
     """Every trial of the sweep, finished now or earlier (a skipped trial's metrics are read from
     its MLflow run); RuntimeError when a trial did not finish."""
-    from framework.sweep import SKIPPED, run_sweep
+    from framework.sweep import run_sweep
+    from framework.trial_launchers import SKIPPED
     from framework.tracking import client
 
     sweep = run_sweep(spec, overrides, jobs=jobs, echo=echo, isolate=isolate)

@@ -15,7 +15,7 @@ from framework.claims.report import headline, summary, table
 from framework.claims.reproduction import TrialResult
 from framework.cli import main
 from framework.errors import SpecError
-from framework.runner import RunResult
+from framework.result_cache import RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = {

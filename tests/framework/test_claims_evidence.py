@@ -251,7 +251,7 @@ def test_exp_explain_claims_documents_the_language(capsys: pytest.CaptureFixture
 
 def test_a_timing_claims_numbers_are_not_compared_with_the_readme() -> None:
     from framework.claims import table_differences
-    from framework.runner import RunResult
+    from framework.result_cache import RunResult
 
     claim = Claim(name="fast", kind="supporting", text="t", check="a['test/ms'] * 10 <= b['test/ms']", timing=True,
                   control={"text": "b in a's place", "replace": {"a": "b"}})

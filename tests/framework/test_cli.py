@@ -180,23 +180,25 @@ def test_validate_in_forked_shares_reports_what_one_process_does(tmp_path: Path,
     verdict per file, in the same order, as one process gives (a broken spec among valid ones)."""
     import shutil
 
-    import framework.cli as cli
+    from framework import forked_shares
+    from framework.discovery import spec_files
+    from framework.spec_check import check_files
 
     for name in ("drift_sysid", "lie_bases"):
         shutil.copytree(Path("specs") / name, tmp_path / name)
     broken = tmp_path / "lie_bases" / "broken.yaml"
     broken.write_text("extends: tiny_pca.yaml\noptimizer:\n  type: adamw\n  lrr: 0.1\n")
-    files = cli.spec_files([str(tmp_path)])
+    files = spec_files([str(tmp_path)])
     collection = gc.get_threshold(), gc.get_freeze_count()
-    one = [None if e is None else str(e) for e in cli.check_files(files)]
+    one = [None if e is None else str(e) for e in check_files(files)]
     assert [i for i, e in enumerate(one) if e] == [files.index(broken)] and "lrr" in one[files.index(broken)]
     assert (gc.get_threshold(), gc.get_freeze_count()) == collection, "garbage collection is put back as it was"
-    monkeypatch.setattr(cli, "PARALLEL_FILES", 2)
+    monkeypatch.setattr(forked_shares, "PARALLEL_FILES", 2)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     forks: list[int] = []
     real_fork = os.fork
     monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
-    assert [None if e is None else str(e) for e in cli.check_files(files)] == one
+    assert [None if e is None else str(e) for e in check_files(files)] == one
     assert len(forks) == 2  # three shares: this process and two forked children
     assert main(["validate", "-q", str(tmp_path)]) == 2
     assert f"{len(files) - 1} of {len(files)} spec(s) valid" in capsys.readouterr().err
@@ -210,7 +212,7 @@ def test_a_forked_share_that_fails_or_dies_is_an_error_not_a_missing_result(
     how it ended; the parent's own share is checked as usual meanwhile."""
     import signal
 
-    import framework.cli as cli
+    from framework import forked_shares, spec_check
 
     files = [tmp_path / f"s{i}.yaml" for i in range(4)]
     parent = os.getpid()
@@ -224,11 +226,11 @@ def test_a_forked_share_that_fails_or_dies_is_an_error_not_a_missing_result(
             os.kill(os.getpid(), signal.SIGKILL)
         return [None] * len(part)
 
-    monkeypatch.setattr(cli, "_check_share", share)
-    monkeypatch.setattr(cli, "PARALLEL_FILES", 2)
+    monkeypatch.setattr(spec_check, "check_share", share)
+    monkeypatch.setattr(forked_shares, "PARALLEL_FILES", 2)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     with pytest.raises(RuntimeError, match=said):
-        cli.check_files(files)
+        spec_check.check_files(files)
 
 
 def test_explain_shows_a_third_party_summary_and_arguments(capsys: pytest.CaptureFixture[str]) -> None:
@@ -289,17 +291,18 @@ def test_validate_and_list_as_json(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_run_of_a_sweep_spec_says_it_runs_the_base_spec_only(capsys: pytest.CaptureFixture[str],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from framework.cli import _base_only, check_spec
+    from framework.commands.runs import note_base_only
+    from framework.spec_check import check_spec
 
     spec = "specs/cvm_fairness/sweep_lambda.yaml"
     monkeypatch.delenv("EXPSPEC_PARENT_RUN_ID", raising=False)
-    _base_only(spec, check_spec(ROOT / spec, []))
+    note_base_only(spec, check_spec(ROOT / spec, []))
     assert capsys.readouterr().err == (f"note: {spec} has a sweep; exp run runs its base spec only (the values "
                                        f"written, no trial). To run the trials: exp sweep {spec}\n")
-    _base_only("tiny.yaml", check_spec(ROOT / "specs/cvm_fairness/tiny.yaml", []))
+    note_base_only("tiny.yaml", check_spec(ROOT / "specs/cvm_fairness/tiny.yaml", []))
     assert capsys.readouterr().err == ""
     monkeypatch.setenv("EXPSPEC_PARENT_RUN_ID", "0123")  # a trial of `exp sweep` is not told
-    _base_only(spec, check_spec(ROOT / spec, []))
+    note_base_only(spec, check_spec(ROOT / spec, []))
     assert capsys.readouterr().err == ""
 
 
@@ -366,32 +369,6 @@ def test_the_console_script_ends_validate_at_once_with_every_line_and_result_kep
     assert done.stdout == f"ok  {good}\n"
     assert "adam has no argument 'lrr'" in done.stderr and done.stderr.endswith("1 of 2 spec(s) valid\n")
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 2
-
-
-@pytest.mark.parametrize("argv", [
-    ["run", "specs/lotts/tiny.yaml", "seed=1"], ["--traceback", "sweep", "s.yaml", "--jobs", "2", "--isolate", "process"],
-    ["reproduce", "specs/lotts", "--full"], ["resume", "abc"], ["rerun", "abc", "--tracking-uri", "sqlite:///x.db"],
-    ["compare", "lotts", "--format", "csv", "--status", "all"], ["ui", "--port", "5001"],
-    ["validate", "-q", "--format", "json", "specs"], ["show", "s.yaml", "--sources"], ["list", "models"],
-    ["explain", "models.mlp"], ["schema", "--check"],
-])
-def test_the_parser_built_for_the_named_command_reads_its_arguments_as_the_full_one(argv: list[str]) -> None:
-    """`exp CMD ...` builds only CMD's group of sub-commands (argparse asks gettext for every word
-    of every parser it builds): the arguments read the same as with every sub-command added."""
-    import framework.cli as cli
-
-    only = cli.parser(argv)
-    assert len(only._subparsers._group_actions[0].choices) < len(cli.COMMANDS)  # type: ignore[union-attr]
-    assert vars(only.parse_args(argv)) == vars(cli.parser().parse_args(argv))
-
-
-@pytest.mark.parametrize("argv", [[], ["-h"], ["--traceback"], ["validat", "specs"], ["--traceback", "--help"],
-                                  ["-h", "validate"]])
-def test_a_command_line_naming_no_command_first_gets_every_command(argv: list[str]) -> None:
-    """Help, a typo and a missing command list every sub-command, as they did before."""
-    import framework.cli as cli
-
-    assert list(cli.parser(argv)._subparsers._group_actions[0].choices) == list(cli.COMMANDS)  # type: ignore[union-attr]
 
 
 _EARLY_HANDLER = """

@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 from lsp_client import LanguageServer, server_command
 
-from framework.cli import check_spec
+from framework.spec_check import check_spec
 from framework.discovery import spec_files
 from framework.errors import SpecError
 from framework.schema import SCHEMA_PATH

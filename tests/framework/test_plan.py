@@ -212,7 +212,7 @@ def test_a_grid_of_10000_trials_validates_and_plans_without_torch(tmp_path: Path
     spec = tmp_path / "grid.yaml"
     spec.write_text(f"extends: {ROOT / 'specs/cvm_fairness/tiny.yaml'}\n"
                     f"sweep:\n  grid: {{optimizer.lr: [{values}], loss.terms.cvm.weight: [{values}]}}\n")
-    script = ("import sys; from framework.cli import main; from framework.sweep import plan_trials\n"
+    script = ("import sys; from framework.cli import main; from framework.sweep_plan import plan_trials\n"
               f"assert main(['validate', '-q', '{spec}']) == 0\n"
               f"trials, hashes, base = plan_trials('{spec}', [])\n"
               "print(len(trials), len(set(hashes)), 'torch' in sys.modules, 'mlflow' in sys.modules)")

@@ -15,7 +15,8 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from framework.runner import rerun, resume, run
+from framework.resume import rerun, resume
+from framework.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "specs/cvm_fairness/tiny.yaml"

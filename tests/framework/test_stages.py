@@ -74,7 +74,8 @@ def test_init_from_spec_reuses_the_cached_run(tracked: str, tmp_path: Path) -> N
 def test_init_overrides_give_each_seed_its_own_upstream(tracked: str, tmp_path: Path) -> None:
     """`init: {spec, overrides: ['seed=${seed}']}`: seeds 0 and 1 load two upstream runs (two
     cache entries, two hashes); seed 0 again reuses its upstream."""
-    from framework.runner import cache_dir, plan_hash, prepare
+    from framework.result_cache import cache_dir
+    from framework.runner import plan_hash, prepare
 
     pretrain = tmp_path / "pretrain.yaml"
     pretrain.write_text(f"extends: {TINY}\nname: pretrain_seeded\nloss: {{type: cross_entropy}}\n"

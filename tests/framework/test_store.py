@@ -75,11 +75,11 @@ def test_on_a_local_store_the_final_weights_artifact_is_the_cache_file_linked_no
 
 
 def test_a_sweeps_link_to_a_reused_run_is_never_the_stored_result(tracked: str, tmp_path: Path) -> None:
-    """A link (framework.sweep.link_run) copies the run's tags and start time but holds no
+    """A link (framework.sweep_runs.link_run) copies the run's tags and start time but holds no
     artifacts: the store lookup must return the original, also for links written before links
     stopped copying the result tag (CI once picked such a link and failed on result.json)."""
     from framework.store import LINK_TAG, find_run
-    from framework.sweep import link_run
+    from framework.sweep_runs import link_run
 
     first = run(TINY)
     client = MlflowClient(tracked)

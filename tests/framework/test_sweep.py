@@ -16,7 +16,9 @@ from mlflow.tracking import MlflowClient
 
 from framework.discovery import spec_files
 from framework.runner import plan_hash, prepare
-from framework.sweep import FAILED, FINISHED, KILLED, SKIPPED, plan_trials, run_sweep
+from framework.sweep import run_sweep
+from framework.sweep_plan import plan_trials
+from framework.trial_launchers import FAILED, FINISHED, KILLED, SKIPPED
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORT = ["trainer.max_steps=3", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"]

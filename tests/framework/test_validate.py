@@ -123,7 +123,7 @@ def test_monitor_of_a_logged_metric_is_accepted(tmp_path: Path, monkeypatch: pyt
 
 
 def test_a_broken_reference_does_not_hide_other_problems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from framework.cli import check_spec
+    from framework.spec_check import check_spec
 
     monkeypatch.chdir(tmp_path)
     Path("s.yaml").write_text(GOOD.replace("lr: 1.0e-3", "lr: '${optimizer.learning_rate}'")

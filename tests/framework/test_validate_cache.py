@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from framework import cli, validate_cache
+from framework import cli, spec_check, validate_cache
 from framework.discovery import spec_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ def validate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]
 def no_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(files: list, store: object, schemas: object) -> list:
         raise AssertionError(f"checked again: {files}")
-    monkeypatch.setattr(cli, "_check_share", refuse)
+    monkeypatch.setattr(spec_check, "check_share", refuse)
 
 
 def test_every_landed_spec_reads_the_same_from_the_cache(cached: Path, capsys, monkeypatch) -> None:
