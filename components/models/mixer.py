@@ -2,7 +2,10 @@
 square images given as flat rows (sklearn digits: (N, 64) -> 8 x 8).
 
 Used by autop (specs/autop/) as a model outside the muP table: its token-mixing MLPs contract
-over the patch axis, which does not grow with the width.
+over the patch axis, which does not grow with the width. `upsample` repeats each pixel u x u times
+before the image is cut into patches, so the number of patches (the Mixer's context length, the
+axis the token-mixing MLPs contract) grows u^2-fold while the patch size, the width and the image
+content stay the same: autop's context-length experiment.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ class MLPMixer(nn.Module):
         depth: Number of mixer layers.
         token_hidden: Hidden width of the token-mixing MLPs (fixed: it does not follow `width`).
         channel_ratio: Hidden width of the channel MLPs as a multiple of `width`.
+        upsample: Each pixel is repeated upsample x upsample times (nearest neighbour) before
+            patching: (side / patch_size)^2 x upsample^2 patches of the same size.
     """
 
     def __init__(
@@ -52,15 +57,16 @@ class MLPMixer(nn.Module):
         depth: PositiveInt = 2,
         token_hidden: PositiveInt = 32,
         channel_ratio: PositiveInt = 2,
+        upsample: PositiveInt = 1,
     ) -> None:
         super().__init__()
         side = math.isqrt(in_features)
         if side * side != in_features:
             raise ValueError(f"in_features must be a square number of pixels, got {in_features}")
-        if side % patch_size:
-            raise ValueError(f"patch_size must divide the image side {side}, got {patch_size}")
-        self.side, self.patch_size = side, patch_size
-        patches = (side // patch_size) ** 2
+        if (side * upsample) % patch_size:
+            raise ValueError(f"patch_size must divide the image side {side} x upsample {upsample}, got {patch_size}")
+        self.side, self.patch_size, self.upsample = side, patch_size, upsample
+        patches = (side * upsample // patch_size) ** 2
         self.embed = nn.Linear(patch_size * patch_size, width)
         self.layers = nn.Sequential(*(MixerLayer(patches, width, token_hidden, channel_ratio * width)
                                       for _ in range(depth)))
@@ -69,8 +75,12 @@ class MLPMixer(nn.Module):
         self.in_features, self.out_features = in_features, out_features
 
     def patches(self, x: torch.Tensor) -> torch.Tensor:
-        """(N, side * side) -> (N, patches, patch_size ** 2), patches in row-major order."""
-        p, s = self.patch_size, self.side
+        """(N, side * side) -> (N, patches, patch_size ** 2), patches in row-major order (of the
+        image upsampled `upsample`-fold)."""
+        p, s = self.patch_size, self.side * self.upsample
+        if self.upsample > 1:
+            x = x.reshape(-1, self.side, self.side)
+            x = x.repeat_interleave(self.upsample, dim=1).repeat_interleave(self.upsample, dim=2)
         x = x.reshape(-1, s // p, p, s // p, p).permute(0, 1, 3, 2, 4)
         return x.reshape(x.shape[0], -1, p * p)
 

@@ -18,7 +18,10 @@ Test examples are whole trajectories: from the true first `context` frames the m
 max(rollout_steps) latents autoregressively (each prediction becomes context), which are decoded
 and compared with the true frames: `test/l2re_<k>` is the mean over trajectories of
 ||u_hat_k - u_k|| / ||u_k|| at step k (L2RE), `test/l2re_<K>_<family>` the last step's per family
-and `test/reconstruction_l2re` the VAE's own error on the same frames (the floor).
+and `test/reconstruction_l2re` the VAE's own error on the same frames (the floor of any latent
+model). `test/persistence_l2re_<k>` is the trivial answer's L2RE: the last true context frame
+repeated (persistence, no model and no VAE), the floor a solver must beat to have learned anything
+(`test/persistence_l2re_<K>_<family>` per family).
 """
 
 from __future__ import annotations
@@ -38,6 +41,13 @@ from components.types import NonNegativeFloat, PositiveInt
 def relative_l2(prediction: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     """||prediction - truth|| / ||truth|| over the last two dims (channels, grid); (B, K, C, n) -> (B, K)."""
     return (prediction - truth).flatten(2).norm(dim=2) / truth.flatten(2).norm(dim=2).clamp_min(1e-12)
+
+
+def persistence_l2re(x: torch.Tensor, context: int, horizon: int) -> torch.Tensor:
+    """The trivial answer's error: trajectories (B, T, C, n), the last of the first `context` true frames
+    repeated for `horizon` steps against the true frames after it; (B, horizon) relative L2 errors."""
+    truth = x[:, context:context + horizon]
+    return relative_l2(x[:, context - 1:context].expand_as(truth), truth)
 
 
 class LatentDynamics(L.LightningModule):
@@ -163,22 +173,27 @@ class LatentDynamics(L.LightningModule):
         truth = x[:, self.context:self.context + horizon]
         predicted = self.decode(self.rollout(self.encode(x[:, :self.context]), horizon, generator))
         error = relative_l2(predicted, truth)
+        persistence = persistence_l2re(x, self.context, horizon)
         size = len(x)
         for k in self.rollout_steps:
             self.log(f"test/l2re_{k}", error[:, k - 1].mean(), on_epoch=True, batch_size=size, sync_dist=True)
+            self.log(f"test/persistence_l2re_{k}", persistence[:, k - 1].mean(), on_epoch=True, batch_size=size,
+                     sync_dist=True)
         self.log("test/reconstruction_l2re", relative_l2(self.decode(self.encode(truth)), truth).mean(),
                  on_epoch=True, batch_size=size, sync_dist=True)
         self.log_by_family(batch, error[:, -1], horizon)
+        self.log_by_family(batch, persistence[:, -1], horizon, "persistence_l2re")
 
-    def log_by_family(self, batch: dict[str, torch.Tensor], error: torch.Tensor, horizon: int) -> None:
-        """test/l2re_<horizon>_<family> (family names from the data module's `families`)."""
+    def log_by_family(self, batch: dict[str, torch.Tensor], error: torch.Tensor, horizon: int,
+                      metric: str = "l2re") -> None:
+        """test/<metric>_<horizon>_<family> (family names from the data module's `families`)."""
         if "family" not in batch:
             return
         names = getattr(getattr(self.trainer, "datamodule", None), "families", None)
         for index in batch["family"].unique().tolist():
             rows = batch["family"] == index
             name = names[index] if names else f"family{index}"
-            self.log(f"test/l2re_{horizon}_{name}", error[rows].mean(), on_epoch=True,
+            self.log(f"test/{metric}_{horizon}_{name}", error[rows].mean(), on_epoch=True,
                      batch_size=int(rows.sum()), sync_dist=True)
 
     def configure_optimizers(self) -> Any:

@@ -44,3 +44,29 @@ def test_paper_scale_spec_names_each_missing_asset(tracked: str, tmp_path: Path,
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
     with pytest.raises(FileNotFoundError, match=r"model 'timbrooks/instruct-pix2pix'.*Nothing is downloaded"):
         run(SPECS / "instruct_pix2pix.yaml", ["hardware.accelerator=cpu"])
+
+
+def _editors(unintended: tuple[float, ...], success: tuple[float, ...], outside: tuple[float, ...]) -> list:
+    from framework.claims import Numbers
+
+    return [Numbers({"test/unintended_rate": u, "test/edit_success": s, "test/outside_mask_change": o})
+            for u, s, o in zip(unintended, success, outside)]
+
+
+def test_each_claims_control_makes_its_check_false() -> None:
+    """On results where every claim holds (the paper's, made up here: the minimal-change editor
+    clearly below both baselines on every seed), each claim's check is true and its control (an
+    alias swap: a baseline in place of the method) makes it false."""
+    from framework.claims import Numbers, evaluate, load_claims
+
+    results = {
+        "minchange": _editors((0.30, 0.32, 0.31), (0.85, 0.90, 0.88), (0.05, 0.06, 0.055)),
+        "edit_only": _editors((0.64, 0.63, 0.65), (1.0, 1.0, 0.99), (0.18, 0.20, 0.19)),
+        "l1": _editors((0.62, 0.61, 0.64), (1.0, 0.99, 1.0), (0.11, 0.12, 0.115)),
+        "world": Numbers({"test/oracle_acc_recon": 0.99}),
+        "world_short": Numbers({"test/oracle_acc_recon": 0.40}),
+    }
+    claims, _ = load_claims(SPECS)
+    for claim in claims.claims:
+        outcome = evaluate(claim, results)
+        assert outcome.passed and outcome.control_passed is False, (claim.name, outcome)

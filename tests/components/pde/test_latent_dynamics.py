@@ -6,7 +6,7 @@ import torch
 
 from components.generative.vae import ConvVAE
 from components.pde.model import LatentTransformer
-from components.pde.task import LatentDynamics, relative_l2
+from components.pde.task import LatentDynamics, persistence_l2re, relative_l2
 
 
 def task(objective: str = "mse", input_noise: float = 0.0) -> LatentDynamics:
@@ -80,3 +80,12 @@ def test_mse_training_lowers_the_loss_and_windows_are_checked():
     assert loss.item() < 0.5 * first
     with pytest.raises(ValueError, match=r"training windows must hold context \+ 1 = 3 frames, got 4 \(data.window\)"):
         t.loss(torch.randn(2, 4, 1, 16), 0.0)
+
+
+def test_persistence_repeats_the_last_context_frame():
+    field = torch.tensor([3.0, 4.0])
+    x = torch.stack([field, field, 2 * field, -field])[None, :, None]   # (1, 4 frames, 1 channel, 2 points)
+    errors = persistence_l2re(x, context=2, horizon=2)
+    assert errors.shape == (1, 2)
+    assert errors[0].tolist() == pytest.approx([0.5, 2.0])   # ||f - 2f|| / ||2f||, ||f + f|| / ||f||
+

@@ -89,3 +89,38 @@ def test_mixer_patches_are_row_major_and_bad_shapes_are_refused() -> None:
         MLPMixer(15, 2)
     with pytest.raises(ValueError, match="patch_size must divide the image side 4"):
         MLPMixer(16, 2, patch_size=3)
+
+
+def test_mixer_upsample_repeats_pixels_into_more_patches() -> None:
+    image = torch.arange(16.0).reshape(1, 16)   # 4 x 4
+    mixer = MLPMixer(16, 2, patch_size=2, width=4, upsample=2)   # 8 x 8 -> 16 patches of 2 x 2
+    patches = mixer.patches(image)
+    assert patches.shape == (1, 16, 4)
+    assert patches[0, 0].tolist() == [0.0] * 4 and patches[0, 1].tolist() == [1.0] * 4   # one pixel, repeated 2 x 2
+    assert patches[0, 4].tolist() == [4.0] * 4                                            # second pixel row
+    assert mixer(torch.randn(3, 16)).shape == (3, 2)
+    assert torch.equal(MLPMixer(16, 2, patch_size=2, width=4, upsample=1).patches(image),
+                       MLPMixer(16, 2, patch_size=2, width=4).patches(image))
+    with pytest.raises(ValueError, match="patch_size must divide the image side 4 x upsample 2"):
+        MLPMixer(16, 2, patch_size=3, upsample=2)
+
+
+def test_context_length_rule_scales_only_the_token_mlp_that_contracts_the_patches() -> None:
+    """Traced against the same Mixer with 16x fewer patches (context, not width, grows): the
+    token-mixing MLP's first weight contracts the patch axis into a hidden size that does not
+    grow, so it gets a readout's exponents (init std and LR ~ 1/T); every other tensor keeps its
+    init and LR (its bias, whose PyTorch init follows 1/sqrt(T), goes back to the base init)."""
+    torch.manual_seed(0)
+    model = MLPMixer(64, 10, patch_size=4, width=16, depth=1, token_hidden=8, upsample=4)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    wrapped = AutoParametrized(model, MLPMixer(64, 10, patch_size=4, width=16, depth=1, token_hidden=8), (2, 64))
+    assert wrapped.multiplier == 16.0
+    scaled = {n: (e.init, e.lr) for n, e in wrapped.exponents.items() if (e.init, e.lr) != (0, 0)}
+    assert scaled == {"layers.0.token_mlp.0.weight": (1, 1)}
+    params = dict(model.named_parameters())
+    assert torch.allclose(params["layers.0.token_mlp.0.weight"], before["layers.0.token_mlp.0.weight"] / 4)
+    assert torch.allclose(params["layers.0.token_mlp.0.bias"], before["layers.0.token_mlp.0.bias"] * 4)
+    assert torch.equal(params["layers.0.channel_mlp.0.weight"], before["layers.0.channel_mlp.0.weight"])
+    assert wrapped.output_scale == 1.0
+    groups = {g["name"]: len(g["params"]) for g in wrapped.parameter_groups()}
+    assert groups == {"lr*m^-0": len(params) - 1, "lr*m^-1": 1}
