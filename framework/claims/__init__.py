@@ -40,14 +40,14 @@ MLflow, optionally rewrites the table in the folder's README.md between `<!-- cl
 and `<!-- claims:end -->`, and exits non-zero when a headline or supporting claim fails.
 
 Modules: `schema` (the file and its checks), `expressions` (the check language), `functions`
-(what a check can call), `report` (the table and the README), `reproduction` (obtaining the runs,
-checking, logging).
+(what a check can call), `report` (the table and the README), `figures` (a figure per claim, linked
+under the README's table), `reproduction` (obtaining the runs, checking, logging).
 """
 
 from framework.claims.expressions import ACCESSORS, Numbers, Outcome, control_results, evaluate, parse_check, used_aliases
 from framework.claims.functions import FUNCTIONS
 from framework.claims.report import BEGIN, END, NOT_RUN, headline, readme_table, rewrite_readme, table, table_differences
-from framework.claims.reproduction import TrialResult, obtain_all, report, reproduce
+from framework.claims.reproduction import TrialResult, obtain_all, readme_block, report, reproduce
 from framework.claims.schema import (
     CLAIMS_FILE, DEFAULT_TIER, FULL_TIER, MIN_SEEDS, Claim, ClaimsFile, Control, RunRef, in_tier, load_claims,
 )
@@ -55,6 +55,6 @@ from framework.claims.schema import (
 __all__ = [
     "ACCESSORS", "BEGIN", "CLAIMS_FILE", "DEFAULT_TIER", "END", "FULL_TIER", "FUNCTIONS", "MIN_SEEDS", "NOT_RUN",
     "Claim", "ClaimsFile", "Control", "Numbers", "Outcome", "RunRef", "TrialResult", "control_results", "evaluate",
-    "headline", "in_tier", "load_claims", "obtain_all", "parse_check", "readme_table", "report", "reproduce",
-    "rewrite_readme", "table", "table_differences", "used_aliases",
+    "headline", "in_tier", "load_claims", "obtain_all", "parse_check", "readme_block", "readme_table", "report",
+    "reproduce", "rewrite_readme", "table", "table_differences", "used_aliases",
 ]

@@ -87,6 +87,8 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
     ast.Eq: operator.eq, ast.NotEq: operator.ne,
 }
+_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}  # `t < x` is `x > t`
 
 
 def language() -> str:
@@ -163,6 +165,26 @@ def used_aliases(tree: ast.Expression, aliases: set[str]) -> set[str]:
 
 
 @dataclass
+class Tested:
+    """A comparison of the check of a computed number with a threshold: the computed
+    `quantity` (its text in the check), its `value` (a number, or an Interval from
+    margin/paired_margin/best), `op` and the `threshold`, read as `quantity op threshold`;
+    `holds` is the comparison's value (True, False, or None when undecided); `threshold_text`
+    the threshold's text when it is computed (`0.8 * mean(column(base, 'test/gap'))`), else ""."""
+
+    quantity: str
+    value: Any
+    op: str
+    threshold: float
+    holds: bool | None
+    threshold_text: str = ""
+
+
+# A series a check read: per trial (one item for a plain run), its swept values and the metric.
+Series = list[tuple[dict[str, Any], Any]]
+
+
+@dataclass
 class Outcome:
     """A claim's result. `numbers` are the values the check (and its floor) read, for the table;
     `ran` is False for a claim that was not evaluated (a full-tier claim without `--full`).
@@ -171,7 +193,9 @@ class Outcome:
     `floor_passed` is the floor check's value (None: the claim has no floor, or it is undecided,
     said in `undecided`). `control_passed` is the check's value on the negative control (None:
     not evaluated; an undecided check on the control counts as not passing, with
-    `control_undecided` saying why); a claim whose control passes too cannot fail."""
+    `control_undecided` saying why); a claim whose control passes too cannot fail. `read` (label
+    `alias[metric]` -> Series) and `tested` (Tested) are what the check and its floor read and
+    compared, for the claim's figure (framework.claims.figures); the floor's are labelled `floor: `."""
 
     claim: Claim
     passed: bool
@@ -185,6 +209,8 @@ class Outcome:
     control_undecided: str = ""
     refuted: bool = False  # the check itself is decided false
     failed_runs: list[str] = field(default_factory=list)  # aliases read that did not finish
+    read: dict[str, Series] = field(default_factory=dict)
+    tested: list[Tested] = field(default_factory=list)
 
     @property
     def inconclusive(self) -> bool:
@@ -266,20 +292,20 @@ def control_results(claim: Claim, results: dict[str, Any]) -> dict[str, Any]:
     return swapped
 
 
-def _check(text: str, results: dict[str, Any], level: float) -> tuple[Any, dict[str, Any], str]:
-    """The check's value (True, False or Undecided), the numbers it read, and its error (a check
-    that raises is False, with the error). A check that reads a run that did not finish is
-    Undecided (whatever else it reads)."""
+def _check(text: str, results: dict[str, Any], level: float) -> tuple[Any, _Evaluator, str]:
+    """The check's value (True, False or Undecided), the evaluator (with what it read), and its
+    error (a check that raises is False, with the error). A check that reads a run that did not
+    finish is Undecided (whatever else it reads), and reads nothing."""
     tree = parse_check(text, set(results))
     evaluator = _Evaluator(results, level)
     failed = [results[a] for a in sorted(used_aliases(tree, set(results))) if isinstance(results[a], FailedRun)]
     if failed:
-        return Undecided(*(r for f in failed for r in f.undecided().reasons)), {}, ""
+        return Undecided(*(r for f in failed for r in f.undecided().reasons)), evaluator, ""
     try:
         value = evaluator.value(tree)
-        return (value if isinstance(value, Undecided) else bool(value)), evaluator.numbers, ""
+        return (value if isinstance(value, Undecided) else bool(value)), evaluator, ""
     except (ValueError, KeyError, TypeError, ArithmeticError, IndexError) as error:  # OverflowError: 1e308 * 10
-        return False, evaluator.numbers, f"{type(error).__name__}: {error}"
+        return False, evaluator, f"{type(error).__name__}: {error}"
 
 
 def _reasons(value: Any) -> str:
@@ -293,12 +319,16 @@ def evaluate(claim: Claim, results: dict[str, Any], level: float = DEFAULT_LEVEL
     missing metric, a sweep used as a run, a division by zero) is false, with the error; one whose
     value the results cannot decide makes the claim inconclusive (framework.claims.evidence). A
     check that does not parse, or names a run missing from `results`, raises ValueError."""
-    value, numbers, error = _check(claim.check, results, level)
+    value, read, error = _check(claim.check, results, level)
+    numbers, series, tested = read.numbers, dict(read.series), list(read.tested)
     undecided = [_reasons(value)]
     floor_passed = None
     if claim.floor is not None:
-        floor_value, floor_numbers, floor_error = _check(claim.floor.check, results, level)
-        numbers.update({f"floor: {k}": v for k, v in floor_numbers.items()})
+        floor_value, floor_read, floor_error = _check(claim.floor.check, results, level)
+        numbers.update({f"floor: {k}": v for k, v in floor_read.numbers.items()})
+        series.update({f"floor: {k}": v for k, v in floor_read.series.items() if k not in series})
+        tested += [Tested(f"floor: {t.quantity}", t.value, t.op, t.threshold, t.holds, t.threshold_text)
+                   for t in floor_read.tested]
         error = "; ".join(e for e in (error, floor_error and f"floor: {floor_error}") if e)
         floor_passed = None if isinstance(floor_value, Undecided) else floor_value
         undecided.append(_reasons(floor_value) and f"floor ({claim.floor.text}): {_reasons(floor_value)}")
@@ -310,17 +340,21 @@ def evaluate(claim: Claim, results: dict[str, Any], level: float = DEFAULT_LEVEL
     return Outcome(claim, holds, numbers, error, control_passed=control_value is True,
                    control_error=control_error, undecided="; ".join(u for u in undecided if u),
                    floor_passed=floor_passed, control_undecided=_reasons(control_value),
-                   refuted=value is False, failed_runs=sorted(a for a in reads if isinstance(results[a], FailedRun)))
+                   refuted=value is False, failed_runs=sorted(a for a in reads if isinstance(results[a], FailedRun)),
+                   read=series, tested=tested)
 
 
 class _Evaluator:
     """Evaluates a vetted check, recording in `numbers` each value it read: `alias[metric]`, a
-    sweep's column, and every float a function returned."""
+    sweep's column, and every float a function returned; in `series` each metric it read, per
+    trial with the trial's swept values; in `tested` each comparison of a number with a number."""
 
     def __init__(self, results: dict[str, Any], level: float = DEFAULT_LEVEL) -> None:
         self.results = results
         self.level = level
         self.numbers: dict[str, Any] = {}
+        self.series: dict[str, Series] = {}
+        self.tested: list[Tested] = []
 
     def value(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
@@ -357,16 +391,31 @@ class _Evaluator:
     def _compare(self, node: ast.Compare) -> Any:
         """True, False, or Undecided (a comparison with a range the results leave open); a
         chain is the three-valued `and` of its links, each evaluated."""
-        left, links = self.value(node.left), []
+        left_node, left, links = node.left, self.value(node.left), []
         for op, right_node in zip(node.ops, node.comparators):
             right = self.value(right_node)
             links.append(_COMPARE[type(op)](left, right))
-            left = right
+            self._record_test(left_node, left, _SYMBOL[type(op)], right_node, right, links[-1])
+            left_node, left = right_node, right
         return kleene_and(links)
+
+    def _record_test(self, left_node: ast.AST, left: Any, op: str, right_node: ast.AST, right: Any, holds: Any) -> None:
+        """Record a comparison link of a computed number or Interval with a number in `tested`, as
+        `quantity op threshold`: a number written in the check is the threshold (on either side);
+        else the right side's value, named by its text."""
+        if _constant(left_node) and not _constant(right_node):
+            left_node, left, op, right_node, right = right_node, right, _MIRRORED[op], left_node, left
+        quantity = isinstance(left, Interval) or (isinstance(left, (int, float)) and not isinstance(left, bool))
+        threshold = isinstance(right, (int, float)) and not isinstance(right, bool)
+        if quantity and threshold and not _constant(left_node):
+            decided = holds if isinstance(holds, bool) else None
+            text = "" if _constant(right_node) else ast.unparse(right_node)
+            self.tested.append(Tested(ast.unparse(left_node), left, op, float(right), decided, text))
 
     def _call(self, node: ast.Call) -> Any:
         name = node.func.id  # type: ignore[attr-defined]  # parse_check admits only calls by name
         args = [self.value(a) for a in node.args]
+        self._record_series(name, node, args)
         if name == "column":
             values = self.column(*args)
             self.numbers[f"{ast.unparse(node.args[0])}[{args[1]}]"] = values
@@ -390,6 +439,17 @@ class _Evaluator:
             self.numbers[ast.unparse(node)] = value
         return value
 
+    def _record_series(self, name: str, node: ast.Call, args: list[Any]) -> None:
+        """column / seed_mean / seed_sd / best of a sweep: record each trial's swept values and
+        metric in `series`, as `alias[metric]` (trials without the metric are left out: the check
+        says so)."""
+        where = {"column": 1, "seed_mean": 1, "seed_sd": 1, "best": 2}.get(name)
+        if where is None or len(args) <= where or not isinstance(args[0], list) or not isinstance(args[where], str):
+            return
+        key = args[where]
+        self.series.setdefault(f"{ast.unparse(node.args[0])}[{key}]", [
+            (dict(getattr(t, "values", {}) or {}), t.metrics[key]) for t in args[0] if key in t.metrics])
+
     def _best(self, trials: Any, key: str, metric: str, which: str) -> Any:
         """best(sweep, 'key', 'metric', 'max' | 'min'): the setting of `key` whose seed-mean
         metric is largest (smallest): a number, or a range at the grid's edge or on a tie."""
@@ -408,6 +468,7 @@ class _Evaluator:
             raise ValueError(f"run '{alias}' has no metric '{key}'.{hint}")
         value = result.metrics[key]
         self.numbers[f"{alias}[{key}]"] = value
+        self.series.setdefault(f"{alias}[{key}]", [({}, value)])
         return value
 
     @staticmethod

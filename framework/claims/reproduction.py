@@ -61,8 +61,11 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
     echo(summary(outcomes))
     log_outcomes(claims, folder, outcomes, text, full)
     if write_readme:
-        rewrite_readme(folder / "README.md", text)
-        echo(f"rewrote the claims table in {folder / 'README.md'}")
+        from framework.claims.figures import figure_dir, write_figures
+
+        figures = write_figures(folder, outcomes)
+        rewrite_readme(folder / "README.md", readme_block(folder, outcomes, full))
+        echo(f"rewrote the claims table in {folder / 'README.md'} and {len(figures)} figure(s) in {figure_dir(folder)}")
     return outcomes
 
 
@@ -133,6 +136,15 @@ def _verify(folder: Path, claims: ClaimsFile, recorded: dict[str, tuple[Any, lis
 def report(folder: str | Path, outcomes: list[Outcome], full: bool = False) -> str:
     """The report `exp reproduce` prints and `--write-readme` writes: command, headline, table."""
     return f"{heading(folder, full)}\n\n**{headline(outcomes)}**\n\n{table(outcomes)}"
+
+
+def readme_block(folder: str | Path, outcomes: list[Outcome], full: bool = False) -> str:
+    """What `--write-readme` writes between the README's claims markers: the report, then a line
+    linking each claim's figure (framework.claims.figures)."""
+    from framework.claims.figures import figure_links
+
+    links = figure_links(folder, outcomes)
+    return report(folder, outcomes, full) + (f"\n\n{links}" if links else "")
 
 
 def check_specs(runs: dict[str, RunRef], folder: Path) -> None:

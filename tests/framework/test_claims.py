@@ -10,7 +10,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import registry
-from framework.claims import Claim, Outcome, evaluate, load_claims, parse_check, reproduce, table_differences
+from framework.claims import (
+    Claim, Outcome, evaluate, load_claims, parse_check, readme_block, readme_table, reproduce, table_differences,
+)
 from framework.claims.report import headline, summary, table
 from framework.claims.reproduction import TrialResult
 from framework.cli import main
@@ -359,12 +361,39 @@ def test_reproduce_default_tier_passes_logs_and_rewrites_readme(tracked: str, tm
             f"over seeds |  | chance accuracy {made_up} | full tier, not run |") in readme
     assert "| **learns**: it learns | supporting | t[test/accuracy] = " in readme
     assert f"| chance accuracy {made_up}: check false | pass |" in readme
-    assert "old" not in readme and readme.endswith("<!-- claims:end -->\n\nafter\n")
+    assert "\nold\n" not in readme and readme.endswith("<!-- claims:end -->\n\nafter\n")
     client = MlflowClient(tracked)
     experiment = client.get_experiment_by_name("demo_paper").experiment_id
     assert not client.search_runs([experiment], "tags.`mlflow.runName` LIKE 'demo_seeds%'")
     logged = client.search_runs([experiment], "tags.`expspec.tier` = 'default'")
     assert list(logged[0].data.metrics) == ["claim/learns"] and logged[0].info.status == "FINISHED"
+
+
+def test_write_readme_draws_a_figure_per_claim_and_links_it(tracked: str, tmp_path: Path) -> None:
+    """specs/<paper>/ gets its figures in docs/claims/<paper>/, linked under the table; a second
+    --write-readme writes the same bytes; a renamed claim's figure is deleted; the README check
+    (tests/specs/test_reproduce.py) accepts the block and still catches a stale table."""
+    (tmp_path / "specs").mkdir()
+    folder = _folder(tmp_path / "specs", HEADLINE + LEARNS, "  t: {spec: tiny.yaml}\n  s: {spec: seeds.yaml}\n")
+    figures = tmp_path / "docs" / "claims" / "demo_paper"
+    outcomes = reproduce(folder, write_readme=True, echo=lambda *_: None)
+    assert sorted(p.name for p in figures.iterdir()) == ["learns.png", "seeds_learn.png"]
+    assert all(p.stat().st_size < 100_000 for p in figures.iterdir())
+    written = readme_table(folder / "README.md")
+    assert written == readme_block(folder, outcomes) and written.endswith(
+        "threshold dashed): [seeds_learn](../../docs/claims/demo_paper/seeds_learn.png) · "
+        "[learns](../../docs/claims/demo_paper/learns.png)")
+    assert table_differences(written, readme_block(folder, outcomes)) == []
+    stale = written.replace("| pass |", "| FAIL |", 1)
+    assert table_differences(stale, readme_block(folder, outcomes))
+    readme, pngs = (folder / "README.md").read_bytes(), {p.name: p.read_bytes() for p in figures.iterdir()}
+    reproduce(folder, write_readme=True, echo=lambda *_: None)
+    assert (folder / "README.md").read_bytes() == readme
+    assert {p.name: p.read_bytes() for p in figures.iterdir()} == pngs
+    (folder / "claims.yaml").write_text((folder / "claims.yaml").read_text().replace("name: learns", "name: learns_well"))
+    reproduce(folder, write_readme=True, echo=lambda *_: None)
+    assert sorted(p.name for p in figures.iterdir()) == ["learns_well.png", "seeds_learn.png"]
+    assert "learns.png" not in (folder / "README.md").read_text()
 
 
 def test_reproduce_exits_nonzero_when_a_claim_fails(tracked: str, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ def test_validate_imports_no_torch() -> None:
     code = (
         "import sys\nfrom framework.cli import main\n"
         "rc = main(['validate', '-q', 'specs'])\n"
-        "heavy = sorted(m for m in ('torch', 'lightning', 'mlflow', 'torchmetrics') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('torch', 'lightning', 'mlflow', 'torchmetrics', 'matplotlib') if m in sys.modules)\n"
         "print('heavy:', heavy)\nsys.exit(rc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

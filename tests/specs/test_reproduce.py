@@ -3,7 +3,8 @@ framework.claims.record): `exp reproduce specs/<paper>/` evaluates the claims on
 whose spec changed since the recording runs in full, in a throwaway store), and re-runs one
 recorded run from scratch, one of the headline's arms, drawn from the commit hash (or
 $EXPSPEC_SAMPLE_SEED), requiring the recorded numbers. Every headline and supporting claim holds,
-every control makes its check false, and the README's generated table is what the run printed.
+every control makes its check false, and the README's generated table is what the run printed
+(with the line linking the claims' figures).
 `pytest --verify-all -m verify_all` re-runs every recorded run instead (about the old CI's 20
 minutes of claims on 2 cores): before recording, before a release. Slow: see README."""
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from framework.claims import readme_table, report, reproduce, table_differences
+from framework.claims import readme_block, readme_table, reproduce, table_differences
 from framework.discovery import RECORD_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +43,7 @@ def _check(folder: Path, verify: int, verify_all: bool) -> None:
     assert not controls, f"claims whose negative control does not make the check false: {controls}"
     written = readme_table(folder / "README.md")
     assert written is not None, f"{folder / 'README.md'} has no generated claims table"
-    differences = table_differences(written, report(relative, outcomes))
+    differences = table_differences(written, readme_block(relative, outcomes))
     assert not differences, "README table differs from this run (rerun `exp reproduce --write-readme`):\n" + "\n".join(differences)
 
 
