@@ -8,7 +8,7 @@ true/false question with one of two answer tokens. Its hidden states hold latent
 - `logit_lens`: q = sigmoid(logit_TRUE - logit_FALSE) of the model's own readout (`model.logits`)
   applied to that hidden state;
 - `linear_probe`: a logistic regression per (layer, position), fit on the fit split (val) to
-  predict the model's own decision from that hidden state.
+  predict the model's own decision from that hidden state, and applied out of sample (to test).
 
 An argument with q > 1/2 supports the claim "the answer is TRUE" with strength 2q - 1, one with
 q < 1/2 attacks it with strength 1 - 2q. The arguments and the claim form a quantitative bipolar
@@ -192,7 +192,9 @@ class LatentDebate:
             it is higher on errors.
         debate_detector_auroc: AUROC of a logistic regression on the debate's pattern (each
             layer's disagreement, its log-odds backing of the verdict, and |sigma - 1/2|) fit on
-            val errors.
+            val errors. Cross-fitted: the val patterns it is fit on come from probes fit on the
+            other `folds` - 1 folds of val (out of sample, as the test patterns, whose probes are
+            fit on all of val), not from probes fit on the statements they are applied to.
         last_probe_auroc: AUROC of a logistic regression on the last layer's hidden state at the
             answer position fit on val errors (a baseline with the same supervision).
 
@@ -205,6 +207,7 @@ class LatentDebate:
         semantics: Gradual semantics of the QBAF: `dfquad` or `quadratic_energy`.
         base_score: Base score tau of the claim (1/2: no prior lean).
         probe_c: Inverse L2 strength of the logistic-regression probes and detectors.
+        folds: Folds of val (contiguous) for the cross-fitted patterns the detector is fit on.
         batch_size: Statements per forward pass.
     """
 
@@ -219,12 +222,14 @@ class LatentDebate:
         semantics: Semantics = "dfquad",
         base_score: OpenFraction = 0.5,
         probe_c: PositiveFloat = 1.0,
+        folds: Annotated[int, Ge(2)] = 5,
         batch_size: PositiveInt = 512,
     ) -> None:
         if layers is not None and middle is not None and not set(middle) <= set(layers):
             raise ValueError(f"middle must be a subset of layers {layers}, got {middle}")
         self.interpreter, self.layers, self.middle, self.positions = interpreter, layers, middle, positions
         self.semantics, self.base_score, self.probe_c, self.batch_size = semantics, base_score, probe_c, batch_size
+        self.folds = folds
 
     def resolve_layers(self, n_blocks: int) -> tuple[list[int], list[int]]:
         """(layers, middle) for a model with `n_blocks` blocks (Args: the defaults)."""
@@ -246,6 +251,18 @@ class LatentDebate:
             for j in range(n_positions):
                 q[:, i, j] = probe_probabilities(fit["states"][:, i, j], fit["decision"],
                                                  test["states"][:, i, j], self.probe_c)
+        return q
+
+    def cross_fit(self, fit: dict[str, np.ndarray]) -> np.ndarray:
+        """P(TRUE) of every `fit` argument (N, layers, positions), each fold's read by probes fit
+        on the other folds (`folds` contiguous folds): out of sample, as `argue(fit, test)` is."""
+        n = len(fit["decision"])
+        if n < self.folds:
+            raise ValueError(f"latent_debate: {self.folds} folds need at least {self.folds} val statements, got {n}")
+        q = np.empty(fit["states"].shape[:3])
+        for held in np.array_split(np.arange(n), self.folds):
+            rest = np.setdiff1d(np.arange(n), held)
+            q[held] = self.argue({k: v[rest] for k, v in fit.items()}, {k: v[held] for k, v in fit.items()})
         return q
 
     def read(self, model: nn.Module, split: dict[str, torch.Tensor], layers: list[int],
@@ -290,7 +307,7 @@ class LatentDebate:
         from scipy.stats import mannwhitneyu
 
         sigma, verdict, disagreement, features = self.pattern(self.argue(fit, test))
-        fit_features = self.pattern(self.argue(fit, fit))[3]
+        fit_features = self.pattern(self.cross_fit(fit))[3]
         mid = [layers.index(layer) for layer in middle]
         error = test["error"]
         mid_score = disagreement[:, mid].mean(axis=1)

@@ -101,3 +101,22 @@ def test_layers_resolution_and_errors() -> None:
     model, splits = _model_and_splits()
     with pytest.raises(ValueError, match="latent_debate needs a model with hidden_states()"):
         LatentDebate()(torch.nn.Linear(2, 2), splits)
+
+
+def test_detector_patterns_are_cross_fitted() -> None:
+    """The val arguments the detector is fit on come from probes fit on the other folds: fold by
+    fold the same as argue() with that fold held out, and not the in-sample argue(fit, fit)."""
+    rng = np.random.default_rng(0)
+    n, d = 60, 5
+    states = rng.normal(size=(n, 2, 1, d))
+    decision = (states[:, 1, 0, 0] + 0.5 * rng.normal(size=n) > 0).astype(np.int64)
+    fit = {"states": states, "lens": np.zeros((n, 2, 1)), "decision": decision}
+    debate = LatentDebate(folds=3)
+    q = debate.cross_fit(fit)
+    held = np.arange(20, 40)
+    rest = np.setdiff1d(np.arange(n), held)
+    alone = debate.argue({k: v[rest] for k, v in fit.items()}, {k: v[held] for k, v in fit.items()})
+    np.testing.assert_allclose(q[held], alone)
+    assert not np.allclose(q, debate.argue(fit, fit))
+    with pytest.raises(ValueError, match="3 folds need at least 3 val statements"):
+        debate.cross_fit({k: v[:2] for k, v in fit.items()})
