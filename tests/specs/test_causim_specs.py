@@ -24,6 +24,6 @@ def test_without_weights_the_paper_spec_names_what_is_missing(
         run(SPECS / name, overrides)
     (tmp_path / "no-checkpoint").mkdir()  # a folder without config.json: the model says so
     monkeypatch.setenv("EXPSPEC_CAUSIM_LM_DIR", str(tmp_path / "no-checkpoint"))
-    with pytest.raises(FileNotFoundError, match=r"pretrained_causal_lm: no local checkpoint \(\$EXPSPEC_CAUSIM_LM_DIR = "
-                                                r".*no-checkpoint; a folder with config.json.*Nothing is downloaded"):
+    with pytest.raises(FileNotFoundError, match=r"pretrained_causal_lm: local checkpoint .* not found \(\$EXPSPEC_CAUSIM_LM_DIR = "
+                                                r".*no-checkpoint; missing config.json\).*Nothing is downloaded"):
         run(SPECS / name, overrides)

@@ -27,6 +27,6 @@ def test_without_statements_or_weights_the_paper_spec_names_what_is_missing(
     with pytest.raises(FileNotFoundError, match=r"tokenizer folder not found \(\$EXPSPEC_LLAMA3_8B_DIR = .*no-checkpoint\)"):
         run(SPEC, CPU)
     (tmp_path / "no-checkpoint").mkdir()  # a folder without config.json: the model says so
-    with pytest.raises(FileNotFoundError, match=r"pretrained_causal_lm: no local checkpoint \(\$EXPSPEC_LLAMA3_8B_DIR = "
-                                                r".*no-checkpoint; a folder with config.json.*Nothing is downloaded"):
+    with pytest.raises(FileNotFoundError, match=r"pretrained_causal_lm: local checkpoint .* not found \(\$EXPSPEC_LLAMA3_8B_DIR = "
+                                                r".*no-checkpoint; missing config.json\).*Nothing is downloaded"):
         run(SPEC, CPU)

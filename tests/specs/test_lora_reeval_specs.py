@@ -28,6 +28,6 @@ def test_without_data_or_weights_the_paper_spec_names_what_is_missing(
     with pytest.raises(FileNotFoundError, match=r"tokenizer folder not found \(\$EXPSPEC_QWEN25_1_5B_DIR = .*no-checkpoint\)"):
         run(SPEC, ["hardware.accelerator=cpu", "hardware.precision=32-true"])
     (tmp_path / "no-checkpoint").mkdir()  # a folder without config.json: the model says so
-    with pytest.raises(FileNotFoundError, match=r"pretrained_causal_lm: no local checkpoint \(\$EXPSPEC_QWEN25_1_5B_DIR = "
-                                                r".*no-checkpoint; a folder with config.json.*Nothing is downloaded"):
+    with pytest.raises(FileNotFoundError, match=r"pretrained_causal_lm: local checkpoint .* not found \(\$EXPSPEC_QWEN25_1_5B_DIR = "
+                                                r".*no-checkpoint; missing config.json\).*Nothing is downloaded"):
         run(SPEC, ["hardware.accelerator=cpu", "hardware.precision=32-true"])

@@ -18,14 +18,14 @@ def test_without_data_or_weights_the_paper_spec_names_what_is_missing(
         tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EXPSPEC_TOKENHD_DATA", raising=False)
     monkeypatch.delenv("EXPSPEC_QWEN3_0_6B_DIR", raising=False)
-    with pytest.raises(FileNotFoundError, match=r"token_label_file: no local file of token-labelled responses "
-                                                r"\(\$EXPSPEC_TOKENHD_DATA = \(unset\);.*Nothing is downloaded"):
+    with pytest.raises(FileNotFoundError, match=r"token_label_file: file of token-labelled responses .* not found "
+                                                r"\(\$EXPSPEC_TOKENHD_DATA = \(unset\)\)\..*Nothing is downloaded"):
         run(SPEC, CPU)
     data = tmp_path / "tokenhd.jsonl"
     data.write_text(json.dumps({"input_ids": [1, 2, 3], "labels": [None, 0.0, 1.0]}) + "\n")
     monkeypatch.setenv("EXPSPEC_TOKENHD_DATA", str(data))
-    with pytest.raises(FileNotFoundError, match=r"pretrained_causal_lm: no local checkpoint \(\$EXPSPEC_QWEN3_0_6B_DIR = "
-                                                r"\(unset\); a folder with config.json.*Nothing is downloaded"):
+    with pytest.raises(FileNotFoundError, match=r"pretrained_causal_lm: local checkpoint .* not found \(\$EXPSPEC_QWEN3_0_6B_DIR = "
+                                                r"\(unset\); missing config.json\).*Nothing is downloaded"):
         run(SPEC, CPU)
 
 
@@ -41,5 +41,5 @@ def test_the_paper_scale_arms_name_their_missing_checkpoint(
     data.write_text(json.dumps({"input_ids": [1, 2, 3], "labels": [None, 0.0, 1.0]}) + "\n")
     monkeypatch.setenv("EXPSPEC_TOKENHD_DATA", str(data))
     monkeypatch.delenv(env, raising=False)
-    with pytest.raises(FileNotFoundError, match=rf"pretrained_causal_lm: no local checkpoint \(\${env} = \(unset\)"):
+    with pytest.raises(FileNotFoundError, match=rf"pretrained_causal_lm: local checkpoint .* not found \(\${env} = \(unset\)"):
         run(SPEC.with_name(f"{name}.yaml"), CPU)
