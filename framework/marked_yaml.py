@@ -347,9 +347,9 @@ def parse_yaml(text: str, source: str) -> Loaded:
 # validate` loads a file for its own check, as the base of each spec that extends it, for its
 # sweep's trials and for each claims file that names it: ~5 loads per file of specs/, and parsing
 # is most of a load (without this cache `exp validate` of 10 copies of specs/ took 1.5x the CPU
-# time: /work/notes/s32/r1.md). The key is the text itself, not the file's mtime: a file
-# rewritten at the same size within one tick of the clock would read stale. Oldest entries go
-# first past _PARSED_MAX.
+# time: benchmarks/README.md, issue 32's mechanisms). The key is the text itself, not the file's
+# mtime: a file rewritten at the same size within one tick of the clock would read stale. Oldest
+# entries go first past _PARSED_MAX.
 _PARSED: dict[tuple[str, str], Loaded] = {}
 _PARSED_MAX = 512
 
