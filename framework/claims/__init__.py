@@ -44,7 +44,8 @@ Modules: `schema` (the file and its checks), `expressions` (the check language),
 under the README's table), `reproduction` (obtaining the runs, checking, logging).
 """
 
-from framework.claims.expressions import ACCESSORS, Numbers, Outcome, control_results, evaluate, parse_check, used_aliases
+from framework.claims.expressions import ACCESSORS, Numbers, control_results, evaluate, parse_check, used_aliases
+from framework.claims.outcome import Outcome
 from framework.claims.functions import FUNCTIONS
 from framework.claims.report import BEGIN, END, NOT_RUN, headline, readme_table, rewrite_readme, table, table_differences
 from framework.claims.reproduction import TrialResult, obtain_all, readme_block, report, reproduce

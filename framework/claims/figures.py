@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from framework.claims.evidence import Interval
-from framework.claims.expressions import Outcome, Series, Tested
+from framework.claims.outcome import Outcome, Series, Tested
 
 SIZE_INCHES, DPI = (6.4, 3.2), 80
 LOG_SPAN = 10.0  # as `exp compare --plot`: a log x axis when positive values span more than this

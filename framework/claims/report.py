@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from framework.claims.evidence import Interval, Undecided
-from framework.claims.expressions import Outcome
+from framework.claims.outcome import Outcome
 from framework.claims.schema import DEFAULT_TIER
 
 BEGIN, END = "<!-- claims:begin -->", "<!-- claims:end -->"

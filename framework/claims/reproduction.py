@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from framework.claims.evidence import FailedRun
-from framework.claims.expressions import Outcome, evaluate
+from framework.claims.expressions import evaluate
+from framework.claims.outcome import Outcome
 from framework.claims.report import heading, headline, rewrite_readme, summary, table
 from framework.claims.schema import CLAIMS_FILE, ClaimsFile, RunRef, in_tier, load_claims
 from framework.result_cache import RunResult

@@ -11,7 +11,7 @@ import pytest
 
 from framework.claims import Claim, Outcome, evaluate, readme_block
 from framework.claims.evidence import Interval
-from framework.claims.expressions import Tested
+from framework.claims.outcome import Tested
 from framework.claims.figures import MAX_TESTED, figure_dir, figure_links, has_figure, write_figures
 from framework.claims.reproduction import TrialResult
 from framework.runner import RunResult
