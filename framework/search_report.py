@@ -13,6 +13,7 @@ is drained (framework/queue.py), by the worker that ends the parent run.
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,6 @@ def plots(study: Any, metric: str, folder: Path) -> list[Path]:
 def report(study: Any, client: Any, parent_run_id: str, metric: str) -> dict[str, float]:
     """Log the study's importances and plots on the parent run; returns the importances."""
     from mlflow.entities import Metric
-    import time
 
     found = importances(study)
     if not found:
