@@ -17,13 +17,19 @@ EXTRAS = {
     "submitit": "distributed",
     "psycopg2": "distributed",
     "psutil": "distributed",
+    "gymnasium": "rl",  # also in the motor extra
+    "torchrl": "rl",
+    "tensordict": "rl",
+    "motornet": "motor",
 }
+# a package two extras bring -> the other one
+ALSO = {"transformers": "diffusion", "gymnasium": "motor"}
 
 
 def missing(module: str, what: str) -> str:
     """The message for `what` (a component, a command) that needs `module`."""
     extra = EXTRAS[module]
-    also = " or 'expspec[diffusion]'" if module == "transformers" else ""
+    also = f" or 'expspec[{ALSO[module]}]'" if module in ALSO else ""
     return f"{what} needs `{module}`, which comes with the optional extra '{extra}': pip install 'expspec[{extra}]'{also}"
 
 

@@ -1,0 +1,61 @@
+"""Registry entries of the rl family (dense_reward, pd_autoscale, ...): data only, importing this
+imports nothing. Append your entries to the tables below (one line each, keep them sorted by
+paper); a new kind goes in KINDS with its contract."""
+
+KINDS = {
+    "envs": {
+        "noun": "environment",
+        "contract": (
+            "A gymnasium.vector.VectorEnv (numpy arrays in and out) with metadata autoreset_mode DISABLED: "
+            "reset(seed=None) -> (obs (num_envs, ...), info), step(actions (num_envs,)) -> (obs, reward, "
+            "terminated, truncated, info); a finished sub-environment is frozen until the next reset. "
+            "Discrete actions (single_action_space.n); obs an array, or a dict whose 'action_mask' key is "
+            "the mask (else info['action_mask'], bool (num_envs, n), optional); info['success'] (bool "
+            "(num_envs,)) marks successful episodes (else: terminated with positive reward); "
+            "`max_episode_steps` bounds an episode. Its random state is env.np_random (saved in checkpoints "
+            "by the rollouts data module); components/rl/envs.py."),
+    },
+    "reward_models": {
+        "noun": "reward model",
+        "contract": (
+            "An nn.Module nested in an on-policy task's `reward:`; per rollout the task calls "
+            "reward(episodes) -> (B, T) extra reward per step (added to the environment's), then "
+            "reward.observe(episodes) to learn from the outcome-labelled episodes; its state lives in "
+            "buffers (checkpointed with the task); components/rl/rewards.py."),
+    },
+}
+
+ENTRIES = {
+    "envs": {
+        # shared
+        "gym_make": "components.rl.envs:gym_make",
+        "normalize_observation": "components.rl.envs:normalize_observation",
+        # dense_reward
+        "slippery_grid": "components.rl.envs:SlipperyGrid",
+        # pd_autoscale
+        "pd_serving": "components.rl.serving:PDServing",
+    },
+    "reward_models": {
+        # dense_reward
+        "visitation_matching": "components.rl.rewards:VisitationMatching",
+    },
+    "data": {
+        "rollouts": "components.rl.data:Rollouts",
+    },
+    "models": {
+        # shared
+        "actor_critic": "components.rl.policies:ActorCritic",
+        "local_policy": "components.rl.policies:LocalPolicy",
+        # dense_reward
+        "grid_goal_seeking": "components.rl.policies:GridGoalSeeking",
+        # pd_autoscale
+        "threshold_autoscaler": "components.rl.serving:ThresholdAutoscaler",
+        "static_pool": "components.rl.serving:StaticPool",
+        "pool_actor_critic": "components.rl.serving:PoolActorCritic",
+    },
+    "tasks": {
+        "reinforce": "components.rl.tasks:Reinforce",
+        "ppo": "components.rl.tasks:PPO",
+        "behavior_cloning": "components.rl.tasks:BehaviorCloning",
+    },
+}
