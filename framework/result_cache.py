@@ -6,15 +6,17 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 
 def cache_dir() -> Path:
-    """Final weights and metrics of finished runs, by operative-spec hash."""
-    return Path(os.environ.get("EXPSPEC_CACHE_DIR", ".expspec/cache"))
+    """Final weights and metrics of finished runs, by operative-spec hash ($EXPSPEC_CACHE_DIR, or
+    the command's context: framework/invocation.py)."""
+    from framework.invocation import current
+
+    return current().cache_dir
 
 
 

@@ -5,9 +5,9 @@ own session store and temporary folders. Tests that share the upstream-result ca
 worker (the xdist group "upstream"), so an upstream spec trains once per test session, not once
 per worker, and no two processes write one cache entry at once.
 
-framework is imported first, so its AVX2 pin of torch's CPU kernels (framework.CPU_NUMERICS) is
-set before any test module computes: the claim checks run in the test process, and their README
-tables are the numbers of AVX2 kernels.
+torch's CPU kernels are pinned to AVX2 here, before any test module computes
+(framework/invocation.py, `pin_cpu_numerics`): the claim checks run in the test process, and their
+README tables are the numbers of AVX2 kernels.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from typing import Any, Callable
 
 import pytest
 
-import framework  # noqa: F401  (first: see above)
+from framework.invocation import pin_cpu_numerics
+
+pin_cpu_numerics()  # first: see above
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
