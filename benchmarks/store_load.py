@@ -60,12 +60,28 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+def sqlite(args: argparse.Namespace, folder: Path, env: dict[str, str], reference_uri: str) -> None:
+    """The workload on a local sqlite store (a journal-file queue), audited."""
+    trials = args.workers * args.jobs
+    sqlite_uri = f"sqlite:///{folder / 'load.db'}"
+    spec = sweep_spec(folder / "sqlite", trials, args.steps, "store_load")
+    codes, wall = run_load(spec, f"journal:{folder / 'load.log'}", sqlite_uri, folder / "sqlite",
+                           args.workers, args.jobs, timeout=3600, env=env)
+    result = audit(sqlite_uri, "store_load", reference_uri, "store_load", trials)
+    print(f"sqlite store: exit codes {sorted(set(codes))}, wall {wall:.1f} s, "
+          f"{step_seconds(sqlite_uri, 'store_load', args.steps) * 1000:.1f} ms per trial step; "
+          f"audit {'OK' if result.ok else 'FAILED'}: {result.summary()}")
+    if not result.ok or any(codes):
+        print(worker_logs(folder / "sqlite"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--flush", type=float, default=0.0, help="EXPSPEC_METRICS_FLUSH_SECONDS (default 0)")
+    parser.add_argument("--no-sqlite", action="store_true", help="skip the sqlite configuration")
     parser.add_argument("--restart", type=float, default=None, help="restart the server, down this many seconds")
     args = parser.parse_args()
     trials = args.workers * args.jobs
@@ -81,16 +97,8 @@ def main() -> None:
     print(f"reference (1 worker x 2 jobs, sqlite): exit codes {codes}, {wall:.1f} s")
     points = sum(len(h[0]) for h in histories(reference_uri, "store_load")[0].values())
 
-    sqlite_uri = f"sqlite:///{folder / 'load.db'}"
-    spec = sweep_spec(folder / "sqlite", trials, args.steps, "store_load")
-    codes, wall = run_load(spec, f"journal:{folder / 'load.log'}", sqlite_uri, folder / "sqlite",
-                           args.workers, args.jobs, timeout=3600, env=env)
-    result = audit(sqlite_uri, "store_load", reference_uri, "store_load", trials)
-    print(f"sqlite store: exit codes {sorted(set(codes))}, wall {wall:.1f} s, "
-          f"{step_seconds(sqlite_uri, 'store_load', args.steps) * 1000:.1f} ms per trial step; "
-          f"audit {'OK' if result.ok else 'FAILED'}: {result.summary()}")
-    if not result.ok or any(codes):
-        print(worker_logs(folder / "sqlite"))
+    if not args.no_sqlite:
+        sqlite(args, folder, env, reference_uri)
 
     with postgres() as database, mlflow_server_process(database) as server:
         queue = create_database(database, "queue")

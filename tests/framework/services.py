@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-POSTGRES_USER = "postgres"  # initdb refuses to run as root: the cluster belongs to this user
+POSTGRES_USER = "postgres"
+POOL_SIZE = 48  # the mlflow server's database connections (PostgreSQL allows 100)  # initdb refuses to run as root: the cluster belongs to this user
 
 
 def require(missing: str | None) -> None:
@@ -159,7 +160,12 @@ class MlflowServer:
         with open(log, "a") as out:
             # MLflow's job runner (seven huey consumers for GenAI jobs expspec never submits) would
             # double the server's start-up time: off.
-            env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+            # Its database connections: SQLAlchemy's default pool (5 + 10 overflow) made requests
+            # wait for a connection and fail after 30 s ("QueuePool limit ... reached", a 400 the
+            # client does not retry) with 32 trials writing at once (benchmarks/store_load.py).
+            # A team's server gets one connection per concurrent writer (docs/team.md).
+            env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+                   "MLFLOW_SQLALCHEMYSTORE_POOL_SIZE": str(POOL_SIZE), "MLFLOW_SQLALCHEMYSTORE_MAX_OVERFLOW": "0"}
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                             env=env)
 
