@@ -43,9 +43,10 @@ PRELOAD = ["framework.warm"]
 class TrialLauncher:
     """Runs each trial as `exp run SPEC OVERRIDES... TRIAL-OVERRIDES... hardware.threads=N` in a
     process of its own, a child run of the parent; it reports its result in a JSON file and its
-    output goes to a log file, whose last line is the message of a failed trial. What a trial is
-    told (the parent run, its name, its result file, the stores of the context this launcher was
-    made in) is its run context, its environment at its start (`framework.invocation.child_environ`). `hardware.threads=N` (the tool's choice) is left out
+    output goes to a log file, whose last `error: ...` line (else its last line) is the message
+    of a failed trial. What a trial is told (the parent run, its name, its result file, the
+    stores of the context this launcher was made in) is its run context, its environment at its
+    start (`framework.invocation.child_environ`). `hardware.threads=N` (the tool's choice) is left out
     when the user's overrides or the trial's own set hardware.threads: an explicit value wins.
     Subclasses say how the process starts: `TrialProcesses` (a fresh interpreter) or
     `ForkedTrials` (forked from a warm server)."""
@@ -83,8 +84,10 @@ class TrialLauncher:
             data = json.loads(result_file.read_text())
             return TrialOutcome(trial, FINISHED, data["run_id"], data["metrics"], seconds)
         lines = [line for line in log_file.read_text().splitlines() if line.strip()] if log_file.is_file() else []
-        # died of a signal: its last line is whatever it printed before (a progress line), not why
-        message = lines[-1] if lines and code >= 0 else _exit_text(code)
+        # Its `error: ...` line says why (framework.cli prints a hint after it); died of a signal:
+        # its last line is whatever it printed before (a progress line), not why.
+        errors = [line for line in lines if line.startswith("error: ")]
+        message = (errors or lines)[-1] if lines and code >= 0 else _exit_text(code)
         return TrialOutcome(trial, _status(code), None, {}, seconds, message)
 
     def stop(self) -> None:

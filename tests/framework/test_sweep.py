@@ -265,3 +265,23 @@ def test_spec_hash_is_the_sha256_of_the_sorted_json_with_or_without_shared_texts
             assert spec_hash(operative, upstream) == expected
             assert spec_hash(operative, upstream, texts) == expected
     assert len({key for key, _ in texts}) > 10 and len(texts) < len(operatives) * 10
+
+
+def test_a_failed_trials_message_is_its_error_line_not_the_hint_after_it(tmp_path: Path) -> None:
+    """`exp run` prints a hint after an unexpected error ("the MLflow run ... --traceback"); the
+    trial's message, which `exp sweep` and the queue show, is the error itself."""
+    from framework.plan import named_trial
+    from framework.trial_launchers import TrialLauncher
+
+    class Printed(TrialLauncher):
+        def start(self, argv: list[str], env: dict[str, str], log_file: Path) -> Path:
+            log_file.write_text("epoch 0: 40%\nerror: MlflowException: API request to http://store failed\n"
+                                "  (the MLflow run, if one was started, is marked FAILED with error.txt; "
+                                "--traceback shows the full traceback)\n")
+            return log_file
+
+        def wait(self, handle: Path) -> int:
+            return 1
+
+    outcome = Printed(tmp_path / "spec.yaml", [], "parent", "sweep", 1).run(0, named_trial({"seed": 1}))
+    assert (outcome.status, outcome.message) == (FAILED, "error: MlflowException: API request to http://store failed")
