@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 
 from framework.errors import Mark, Problem, SpecError, key_parts, list_index
-from framework.loader import apply_overrides, load_file, load_spec, merge_loaded, set_value
+from framework.loader import SpecFiles, apply_overrides, load_file, load_spec, merge_loaded, set_value
 from framework.marked_yaml import Loaded, copy_tree, dump_line
 from framework.references import reference_targets, resolve_references
 from framework.spec import Sweep
@@ -284,13 +284,15 @@ class SweepChecker:
     """
 
     def __init__(self, spec_path: str | FsPath, overrides: list[str], schemas: Schemas,
-                 cache: ValidationCache | None = None, with_sweep: Loaded | None = None) -> None:
+                 cache: ValidationCache | None = None, with_sweep: Loaded | None = None,
+                 files: SpecFiles | None = None) -> None:
         """`with_sweep`: the spec as `load_spec(spec_path, overrides)` gives it, when the caller
         has it (`exp validate` has just checked it), so that it is not resolved again; it is read,
-        never changed."""
+        never changed. `files`: the files the command has read (`framework.loader.SpecFiles`)."""
         self.spec_path, self.overrides, self.schemas = spec_path, list(overrides), schemas
         self.cache = cache or ValidationCache()
-        loaded = load_file(spec_path)
+        self.files = files or SpecFiles()
+        loaded = load_file(spec_path, files=self.files)
         apply_overrides(loaded, self.overrides)
         if with_sweep is None:
             with_sweep = loaded.copy()
@@ -315,7 +317,8 @@ class SweepChecker:
                 return self._fast_units(trial)
             except SpecError:
                 pass  # loaded again below, with the marks its message needs
-        return validate_plan(load_spec(self.spec_path, [*self.overrides, *trial.overrides]), self.schemas, self.cache)
+        return validate_plan(load_spec(self.spec_path, [*self.overrides, *trial.overrides], files=self.files),
+                             self.schemas, self.cache)
 
     def _fast_units(self, trial: Trial) -> list[Unit]:
         settings = [o for o in trial.overrides if o != "sweep=null"]  # in the order of trial.values

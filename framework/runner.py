@@ -32,7 +32,7 @@ from framework.loader import load_spec
 from framework.plan import Unit, validate_plan
 from framework.result_cache import RunResult, cache_dir, cached, store_result
 from framework.schema import LiveSchemas
-from framework.spec import spec_hash
+from framework.spec import SpecHasher
 from framework.store import fetch_result, upload_result
 
 
@@ -58,10 +58,10 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> list[U
 
 def unit_hashes(units: list[Unit], spec_path: str | Path,
                 upstream_hash: Callable[[Path, list[str]], str] | None = None,
-                texts: dict[Any, Any] | None = None) -> list[str]:
+                hasher: SpecHasher | None = None) -> list[str]:
     """Each unit's hash; a unit that loads earlier weights includes their hash (see spec_hash).
     `upstream_hash(spec, overrides)` hashes an `init: {spec}` upstream (default: prepared live).
-    `texts`: see spec_hash (a sweep's planning passes one for all its trials)."""
+    `hasher`: one SpecHasher for all of a sweep's trials (its planning passes one)."""
     upstream_hash = upstream_hash or (lambda other, overrides: plan_hash(prepare(other, overrides), other))
     hashes: dict[str | None, str] = {}
     out = []
@@ -75,15 +75,15 @@ def unit_hashes(units: list[Unit], spec_path: str | Path,
             upstream = upstream_hash(other, init["overrides"])
         elif init.get("checkpoint"):
             upstream = f"file:{Path(init['checkpoint']).resolve()}"
-        hashes[unit.stage] = spec_hash(unit.operative, upstream, texts)
+        hashes[unit.stage] = (hasher or SpecHasher()).hash(unit.operative, upstream)
         out.append(hashes[unit.stage])
     return out
 
 
 def plan_hash(units: list[Unit], spec_path: str | Path,
               upstream_hash: Callable[[Path, list[str]], str] | None = None,
-              texts: dict[Any, Any] | None = None) -> str:
-    hashes = unit_hashes(units, spec_path, upstream_hash, texts)
+              hasher: SpecHasher | None = None) -> str:
+    hashes = unit_hashes(units, spec_path, upstream_hash, hasher)
     if len(hashes) == 1:
         return hashes[0]
     import hashlib

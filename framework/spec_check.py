@@ -16,32 +16,34 @@ from framework.errors import Problem, SpecError
 from framework.forked_shares import in_shares
 
 
-def validate_claims(path: Path) -> None:
+def validate_claims(path: Path, files: Any = None) -> None:
     from framework.claims import load_claims
 
-    load_claims(path.parent)
+    load_claims(path.parent, files)
 
 
 def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, trials: bool = False,
-               cache: Any = None) -> Any:
+               cache: Any = None, files: Any = None) -> Any:
     """Validate a spec (with overrides; every sweep trial too with `trials`, in one pass: see
     `framework.plan.SweepChecker`) against the committed schema: no torch import, so `exp run`
     and `exp sweep` answer a mistake in well under a second instead of after the seconds torch
     takes to import (a component missing from the committed schema is read live, importing it).
     `cache`: a `framework.validate.ValidationCache` shared by the specs of one command, so a node
-    that several specs write alike is checked once. Returns the loaded spec; raises SpecError."""
+    that several specs write alike is checked once; `files`: a `framework.loader.SpecFiles` of
+    the command, so that a file several checks load is read once. Returns the loaded spec; raises
+    SpecError."""
     from framework.loader import load_spec
     from framework.plan import SweepChecker, validate_plan
     from framework.schema import CommittedSchemas
 
     schemas = schemas or CommittedSchemas(live_fallback=True)
     unresolved: list[Problem] = []  # a broken reference does not hide the spec's other problems
-    loaded = load_spec(path, overrides, unresolved)
+    loaded = load_spec(path, overrides, unresolved, files)
     if unresolved:
         raise SpecError(_with_other_problems(unresolved, loaded, schemas))
     validate_plan(loaded, schemas, cache)
     if trials and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
-        problems = SweepChecker(path, overrides, schemas, cache, loaded).check()  # every trial of a sweep is a spec too
+        problems = SweepChecker(path, overrides, schemas, cache, loaded, files).check()  # every trial of a sweep is a spec too
         if problems:
             raise SpecError(problems)
     return loaded
@@ -127,18 +129,19 @@ def check_share(files: list[Path], store: Any, schemas: Any) -> list[list[Proble
     read a component's live signature (then it depends on code; framework/validate_cache.py).
     `schemas`: the CommittedSchemas every file of the share is checked against."""
     from framework import validate_cache
+    from framework.loader import SpecFiles
     from framework.validate import ValidationCache
 
-    cache = ValidationCache()
+    cache, read = ValidationCache(), SpecFiles()  # shared by the share's checks: each file read once
     out: list[list[Problem] | None] = []
     for path in files:
         if store is not None:  # what each check reads matters only to a result that is kept
             validate_cache.start_recording()
         try:
             if path.name == "claims.yaml":
-                validate_claims(path)
+                validate_claims(path, read)
             else:
-                check_spec(path, [], schemas, trials=True, cache=cache)
+                check_spec(path, [], schemas, trials=True, cache=cache, files=read)
             out.append(None)
         except SpecError as error:
             out.append(list(error.problems))

@@ -46,10 +46,11 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def note_read(path: Any, data: bytes | None) -> None:
-    """Called by the loader for every file it reads (None: it could not)."""
+def note_read(path: Any, content: str | None) -> None:
+    """Called by the loader each time a check uses a file it read: `content` is the `digest` of
+    its bytes (None: it could not be read)."""
     if _READS is not None:
-        _READS[str(path)] = None if data is None else digest(data)
+        _READS[str(path)] = content
 
 
 def note_exists(path: Any) -> bool:
