@@ -345,11 +345,12 @@ def _default_metrics(schemas: Schemas, task: Any) -> list[str]:
 
 
 def logged_metrics(templates: list[str], nodes: dict[str, Any]) -> list[str]:
-    """The metric keys a task logs for these nodes, from its `x-logs` templates ({stage},
-    {metric}, {term}: see components/tasks/supervised.py)."""
+    """The metric keys a task logs for these nodes, from its `x-logs` templates ({split},
+    {metric}, {term}: see components/tasks/supervised.py; {stage} is the old spelling of {split})."""
     metrics = [m["type"] for m in nodes.get("metrics") or [] if isinstance(m, dict)]
     terms = (nodes.get("loss") or {}).get("terms")
-    values = {"stage": ["train", "val", "test"], "metric": metrics, "term": list(terms) if isinstance(terms, dict) else []}
+    splits = ["train", "val", "test"]
+    values = {"split": splits, "stage": splits, "metric": metrics, "term": list(terms) if isinstance(terms, dict) else []}
     keys: list[str] = []
     for template in templates:
         fields = [f for f in values if "{" + f + "}" in template]
