@@ -1,7 +1,7 @@
 """The text of a spec (or claims) file: a regular file of UTF-8 text, at most `MAX_FILE_BYTES` (a
 UTF-8 byte-order mark is skipped; a UTF-16/32 one, a byte that is not UTF-8 are errors at their
 line and column); and how a file is named in messages and told apart from another (`extends`).
-Every read is noted for the validation cache (`framework.validate_cache`)."""
+Every read is noted for the validate cache (`framework.validate_cache`)."""
 
 from __future__ import annotations
 

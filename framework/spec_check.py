@@ -63,11 +63,11 @@ def _with_other_problems(unresolved: list[Problem], loaded: Any, schemas: Any) -
     return sorted([*unresolved, *others], key=problem_order)
 
 
-def check_files(files: list[Path], store: Any = None) -> list[SpecError | None]:
+def check_files(files: list[Path], disk_cache: Any = None) -> list[SpecError | None]:
     """Each file checked, in order (a claims.yaml as claims, anything else as a spec with every
     sweep trial): its SpecError, or None when it is valid, checked in shares on a machine with
-    several cores (framework/forked_shares.py). `store`: a
-    `framework.validate_cache.ResultCache` each result is written to, with what it read."""
+    several cores (framework/forked_shares.py). `disk_cache`: the validate cache
+    (`framework.validate_cache.ValidateCache`) each result is written to, with what it read."""
     if not files:
         return []
     _import_checkers()
@@ -75,7 +75,7 @@ def check_files(files: list[Path], store: Any = None) -> list[SpecError | None]:
 
     schemas = CommittedSchemas()  # the committed schema's files read once, before any fork
     with fewer_collections():
-        done = in_shares(lambda share: check_share(share, store, schemas), files)
+        done = in_shares(lambda share: check_share(share, disk_cache, schemas), files)
     return [None if problems is None else SpecError(problems) for problems in done]
 
 
@@ -121,9 +121,9 @@ def _import_checkers() -> None:
             os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
 
 
-def check_share(files: list[Path], store: Any, schemas: Any) -> list[list[Problem] | None]:
+def check_share(files: list[Path], disk_cache: Any, schemas: Any) -> list[list[Problem] | None]:
     """The problems of each file (None for a valid one): plain data, to cross a process boundary.
-    With a `store` (a ResultCache) each result is stored with the files its check read, unless it
+    With a `disk_cache` (a ValidateCache) each result is written to it with the files its check read, unless it
     read a component's live signature (then it depends on code; framework/validate_cache.py).
     `schemas`: the CommittedSchemas every file of the share is checked against."""
     from framework import validate_cache
@@ -132,7 +132,7 @@ def check_share(files: list[Path], store: Any, schemas: Any) -> list[list[Proble
     cache = ValidationCache()
     out: list[list[Problem] | None] = []
     for path in files:
-        if store is not None:  # what each check reads matters only to a result that is kept
+        if disk_cache is not None:  # what each check reads matters only to a result that is kept
             validate_cache.start_recording()
         try:
             if path.name == "claims.yaml":
@@ -142,10 +142,10 @@ def check_share(files: list[Path], store: Any, schemas: Any) -> list[list[Proble
             out.append(None)
         except SpecError as error:
             out.append(list(error.problems))
-        if store is None:
+        if disk_cache is None:
             continue
         reads = validate_cache.stop_recording()
         if not schemas.live_used:
             problems = out[-1] or []
-            store.put(path, reads, str(SpecError(problems)) if problems else None, [p.to_json() for p in problems])
+            disk_cache.put(path, reads, str(SpecError(problems)) if problems else None, [p.to_json() for p in problems])
     return out
