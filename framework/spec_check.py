@@ -23,12 +23,12 @@ def validate_claims(path: Path) -> None:
 
 
 def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, trials: bool = False,
-               cache: Any = None) -> Any:
+               memo: Any = None) -> Any:
     """Validate a spec (with overrides; every sweep trial too with `trials`, in one pass: see
     `framework.plan.SweepChecker`) against the committed schema: no torch import, so `exp run`
     and `exp sweep` answer a mistake in well under a second instead of after the seconds torch
     takes to import (a component missing from the committed schema is read live, importing it).
-    `cache`: a `framework.validate.ValidationCache` shared by the specs of one command, so a node
+    `memo`: a `framework.validate.CheckMemo` shared by the specs of one command, so a node
     that several specs write alike is checked once. Returns the loaded spec; raises SpecError."""
     from framework.loader import load_spec
     from framework.plan import SweepChecker, validate_plan
@@ -39,9 +39,9 @@ def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, tria
     loaded = load_spec(path, overrides, unresolved)
     if unresolved:
         raise SpecError(_with_other_problems(unresolved, loaded, schemas))
-    validate_plan(loaded, schemas, cache)
+    validate_plan(loaded, schemas, memo)
     if trials and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
-        problems = SweepChecker(path, overrides, schemas, cache, loaded).check()  # every trial of a sweep is a spec too
+        problems = SweepChecker(path, overrides, schemas, memo, loaded).check()  # every trial of a sweep is a spec too
         if problems:
             raise SpecError(problems)
     return loaded
@@ -127,9 +127,9 @@ def check_share(files: list[Path], disk_cache: Any, schemas: Any) -> list[list[P
     read a component's live signature (then it depends on code; framework/validate_cache.py).
     `schemas`: the CommittedSchemas every file of the share is checked against."""
     from framework import validate_cache
-    from framework.validate import ValidationCache
+    from framework.validate import CheckMemo
 
-    cache = ValidationCache()
+    memo = CheckMemo()
     out: list[list[Problem] | None] = []
     for path in files:
         if disk_cache is not None:  # what each check reads matters only to a result that is kept
@@ -138,7 +138,7 @@ def check_share(files: list[Path], disk_cache: Any, schemas: Any) -> list[list[P
             if path.name == "claims.yaml":
                 validate_claims(path)
             else:
-                check_spec(path, [], schemas, trials=True, cache=cache)
+                check_spec(path, [], schemas, trials=True, memo=memo)
             out.append(None)
         except SpecError as error:
             out.append(list(error.problems))

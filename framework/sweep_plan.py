@@ -57,7 +57,7 @@ class SweepPlan:
         """An `init: {spec}` upstream's hash, computed once per (spec, overrides)."""
         key = (other.resolve(), tuple(init_overrides))
         if key not in self.upstreams:
-            units = validate_plan(load_spec(other, init_overrides), self.checker.schemas, self.checker.cache)
+            units = validate_plan(load_spec(other, init_overrides), self.checker.schemas, self.checker.memo)
             self.upstreams[key] = self.units_hash(units, other)
         return self.upstreams[key]
 
