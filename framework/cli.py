@@ -117,7 +117,7 @@ def _add_spec_commands(sub: Any) -> None:
                    help="json: one document on stdout, every file with its problems (file, line, column, "
                         "key path, message, suggestions), for editors, CI and agents")
     v.add_argument("--no-cache", action="store_true",
-                   help="check every file, not reusing results whose inputs did not change (the cache "
+                   help="check every file, not reusing results whose inputs did not change (the validate cache "
                         "lives in $EXPSPEC_CACHE_DIR/validate, default .expspec/cache/validate; "
                         "EXPSPEC_VALIDATE_CACHE=0 turns it off too)")
     v.set_defaults(func=cmd_validate)

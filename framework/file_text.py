@@ -2,7 +2,7 @@
 UTF-8 byte-order mark is skipped; a UTF-16/32 one, a byte that is not UTF-8 are errors at their
 line and column); and how a file is named in messages and told apart from another (`extends`).
 Reading only: `framework.loader.SpecFiles` reads each file once per command and notes each use for
-the validation cache."""
+the validate cache."""
 
 from __future__ import annotations
 

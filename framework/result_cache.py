@@ -26,7 +26,7 @@ class RunResult:
     metrics: dict[str, float]
     operative: dict[str, Any] = field(default_factory=dict)
     spec_hash: str = ""
-    checkpoint: str | None = None  # final weights in the cache
+    checkpoint: str | None = None  # final weights in the result cache
     stages: dict[str, "RunResult"] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -52,8 +52,8 @@ def cached(spec_hash_: str) -> RunResult | None:
     return result
 
 
-def store_result(result: RunResult) -> None:
-    """Write a finished run's result into the local cache, by operative-spec hash (framework/store.py
+def save_result(result: RunResult) -> None:
+    """Write a finished run's result into the result cache, by operative-spec hash (framework/store.py
     writes what it fetched from the tracking store the same way)."""
     folder = cache_dir() / result.spec_hash
     folder.mkdir(parents=True, exist_ok=True)

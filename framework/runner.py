@@ -2,10 +2,10 @@
 
 - Phases (`phases:`, default [fit, test]) run in order; test uses the weights at the end of fit
   (not a "best" checkpoint), so reported test metrics belong to the model the run produced.
-- Every finished run stores its final weights and metrics in a local cache keyed by its
+- Every finished run saves its final weights and metrics in the result cache, keyed by its
   operative-spec hash (`.expspec/cache/<hash>/`, or $EXPSPEC_CACHE_DIR) and uploads them to its
   MLflow run (framework/store.py): `init: {spec: ...}` and `exp reproduce` reuse them instead of
-  retraining the same thing, from the local cache, else from the tracking store (another
+  retraining the same thing, from the result cache, else from the tracking store (another
   machine's run), else by running the spec.
 - Every run that fits writes a resume checkpoint (components/callbacks/resume.py); `exp resume`
   continues a killed run from it exactly, into the same MLflow run (see `resume`).
@@ -13,7 +13,7 @@
   no run behind (see `run_unit`).
 - A spec with stages runs them in order as children of one parent run; `init: {stage: s}` loads
   stage s's final weights.
-- Under DDP and multi-node launchers only global rank zero talks to MLflow and the cache; the
+- Under DDP and multi-node launchers only global rank zero talks to MLflow and the result cache; the
   other ranks train without a logger (Lightning logs from rank zero only anyway).
 """
 
@@ -30,7 +30,7 @@ from framework.errors import Mark, Problem, SpecError
 from framework.invocation import RunContext, current, ranks_run_id, shared_with_ranks
 from framework.loader import load_spec
 from framework.plan import Unit, validate_plan
-from framework.result_cache import RunResult, cache_dir, cached, store_result
+from framework.result_cache import RunResult, cache_dir, cached, save_result
 from framework.schema import LiveSchemas
 from framework.spec import SpecHasher
 from framework.store import fetch_result, upload_result
@@ -96,8 +96,8 @@ def _relative(unit: Unit, name: str) -> Path:
 
 
 def obtain(spec_path: str | Path, overrides: list[str] | None = None, fresh: bool = False) -> RunResult:
-    """A finished result of this spec: from the local cache, else from the tracking store (a
-    finished run with its hash, downloaded into the cache), else run it."""
+    """A finished result of this spec: from the result cache, else from the tracking store (a
+    finished run with its hash, downloaded into the result cache), else run it."""
     units = prepare(spec_path, overrides)
     if not fresh:
         total_hash = plan_hash(units, spec_path)
@@ -201,7 +201,7 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
             upload_result(tracker.client, parent_id, result)
     if tracker:
         tracker.finish()
-        store_result(result)
+        save_result(result)
     return result
 
 
@@ -278,7 +278,7 @@ def run_unit(
             upload_result(tracker.client, run_id, result)
     if tracker:
         tracker.finish()
-        store_result(result)
+        save_result(result)
     return result
 
 
@@ -433,7 +433,7 @@ def run_phases(trainer: Any, built: Any, phases: list[str], resume_checkpoint: s
 
 
 def _save_final(task: Any, unit_hash: str) -> str:
-    """Store the task's final weights in the cache folder of its hash; their path. Written to a
+    """Save the task's final weights in the result cache's folder of its hash; their path. Written to a
     temporary file and renamed over final.ckpt, never in place: an earlier run's artifact may be
     a hard link to the old file (framework/store.py `log_file`) and keeps its own weights."""
     import torch

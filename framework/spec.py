@@ -96,7 +96,7 @@ class Init(Section):
 
     - `stage`: an earlier stage of this spec (its final checkpoint);
     - `spec`: another spec file (relative to this one), with `overrides` applied to it: a finished
-      run of it with the same operative-spec hash is reused from the local cache or the tracking
+      run of it with the same operative-spec hash is reused from the result cache or the tracking
       store, else it is run first. `overrides: ['seed=${seed}']` makes the upstream's seed follow
       this spec's, so a seeds sweep varies the pretrained model too (one cached upstream per seed);
     - `checkpoint`: a Lightning checkpoint file.

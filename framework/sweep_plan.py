@@ -58,7 +58,7 @@ class SweepPlan:
         key = (other.resolve(), tuple(init_overrides))
         if key not in self.upstreams:
             units = validate_plan(load_spec(other, init_overrides, files=self.checker.files), self.checker.schemas,
-                                  self.checker.cache)
+                                  self.checker.memo)
             self.upstreams[key] = self.units_hash(units, other)
         return self.upstreams[key]
 

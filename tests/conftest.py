@@ -1,7 +1,7 @@
 """Shared fixtures: every test that runs a spec tracks into one throwaway sqlite store.
 
 The suite runs in parallel (`pytest -n 2`, pytest-xdist, `--dist loadgroup`): each worker has its
-own session store and temporary folders. Tests that share the upstream-result cache run on one
+own session store and temporary folders. Tests that share the result cache run on one
 worker (the xdist group "upstream"), so an upstream spec trains once per test session, not once
 per worker, and no two processes write one cache entry at once.
 
@@ -28,7 +28,7 @@ SPECS = ROOT / "specs"
 @pytest.fixture(autouse=True)
 def fresh_validation(monkeypatch: pytest.MonkeyPatch) -> None:
     """`exp validate` checks every file in tests: a test that changes a component table in-process
-    must not be answered by a result another test stored. The result cache itself
+    must not be answered by a result another test cached. The validate cache itself
     (framework/validate_cache.py) is tested in tests/framework/test_validate_cache.py."""
     monkeypatch.setenv("EXPSPEC_VALIDATE_CACHE", "0")
 

@@ -38,7 +38,7 @@ def where_results_are(result: Any) -> str:
              f"  MLflow store      {uri}  (experiment {result.operative.get('paper', '')}, run {result.run_id})",
              f"  artifacts         {run.info.artifact_uri}  (resolved_spec.yaml)",
              f"  Lightning files   {runs_dir() / run.info.experiment_id / result.run_id}  (resume.ckpt)",
-             f"  local cache       {cache_dir() / result.spec_hash}  (final weights, result.json)"]
+             f"  result cache      {cache_dir() / result.spec_hash}  (final weights, result.json)"]
     store = "" if uri == tracking_uri(None) else f" --tracking-uri {uri}"
     lines.append(f"look at it: exp ui{store}   (prints links to this experiment's runs table and compare view)")
     return "\n".join(lines)
