@@ -140,12 +140,12 @@ def lightning_module(args):
             self.accuracy = nn.ModuleDict({s: MulticlassAccuracy(num_classes=2, average="micro")
                                            for s in ("fit", "validate", "test")})
 
-        def step(self, batch, stage, key):
+        def step(self, batch, split, key):
             logits = self.model(batch["x"])
             loss = F.cross_entropy(logits, batch["y"])
             self.accuracy[key].update(logits.detach(), batch["y"])
-            self.log(f"{stage}/loss", loss, on_step=stage == "train", on_epoch=stage != "train", batch_size=len(logits))
-            self.log(f"{stage}/accuracy", self.accuracy[key], on_step=False, on_epoch=True, batch_size=len(logits))
+            self.log(f"{split}/loss", loss, on_step=split == "train", on_epoch=split != "train", batch_size=len(logits))
+            self.log(f"{split}/accuracy", self.accuracy[key], on_step=False, on_epoch=True, batch_size=len(logits))
             return loss
 
         def training_step(self, batch, batch_idx): return self.step(batch, "train", "fit")
@@ -202,17 +202,17 @@ def run_raw(args, tmp):
         now = int(time.time() * 1000)
         client.log_batch(run_id, metrics=[Metric(k, float(v), now, step) for k, v in metrics.items()])
 
-    def evaluate(split, stage):
+    def evaluate(data, split):
         model.eval()
         with torch.no_grad():
             losses, correct = [], 0
-            for start in range(0, len(split["x"]), args.batch):
-                x, y = split["x"][start:start + args.batch], split["y"][start:start + args.batch]
+            for start in range(0, len(data["x"]), args.batch):
+                x, y = data["x"][start:start + args.batch], data["y"][start:start + args.batch]
                 logits = model(x)
                 losses.append(F.cross_entropy(logits, y, reduction="sum"))
                 correct += int((logits.argmax(1) == y).sum())
         model.train()
-        return {f"{stage}/loss": float(sum(losses)) / len(split["y"]), f"{stage}/accuracy": correct / len(split["y"])}
+        return {f"{split}/loss": float(sum(losses)) / len(data["y"]), f"{split}/accuracy": correct / len(data["y"])}
 
     x, y = train["x"], train["y"]
     steps = 0

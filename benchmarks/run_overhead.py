@@ -14,7 +14,7 @@ processes only, by replacing the function that does it:
   weights       the upload of the final weights (`result/final.ckpt`) only
   result        the whole result upload (result.json, final.ckpt, the `expspec.result` tag)
   lookup        the store lookup by spec hash of `obtain` (`init: {spec}`, `exp reproduce` without
-                --fresh); off: the local cache only
+                --fresh); off: the result cache only
   trial_logs    a sweep's upload of its trials' logs (once a sweep)
 
 Measurements, each against a baseline in the same run:
@@ -28,7 +28,7 @@ Measurements, each against a baseline in the same run:
              checkout (its warm server's start is not counted: a warm-up trial runs first).
   profile    cProfile of one forked trial with everything on: where its time goes.
   lookups    ms per store lookup (`store.fetch_result`) of a hash the store lacks and of one it
-             holds, against the local cache's lookup (`result_cache.cached`).
+             holds, against the result cache's lookup (`result_cache.cached`).
   reproduce  `exp reproduce --fresh specs/<paper>/` (`--paper`, default sae_replay), in a fresh
              process with a fresh store, in this tree and `--tree`, alternating, `--reproduce-rounds`
              times (the fastest is reported); with `--reproduce-off` also everything off here.
@@ -218,7 +218,7 @@ def trials_child(trials: int, rounds: int, steps: int, profile_to: str | None) -
 
 
 def lookups(folder: Path, repeat: int = 20) -> dict[str, float]:
-    """Milliseconds per lookup: the store by a hash it lacks, by one it holds, the local cache."""
+    """Milliseconds per lookup: the store by a hash it lacks, by one it holds, the result cache."""
     from mlflow.tracking import MlflowClient
 
     from framework.result_cache import cached
@@ -242,7 +242,7 @@ def lookups(folder: Path, repeat: int = 20) -> dict[str, float]:
     found = per_call(lambda: fetch_result(held, operative))
     local = per_call(lambda: cached(held))
     return {"store, hash not there": missing, "store, hash there (download included)": found,
-            "local cache": local}
+            "result cache": local}
 
 
 # ---------------------------------------------------------------- runs of child processes

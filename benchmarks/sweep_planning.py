@@ -3,8 +3,8 @@
 A grid over tiny cvm_fairness (`optimizer.lr` x `loss.terms.cvm.weight`, side x side trials):
 
   validate   `exp validate -q --no-cache GRID` in a fresh subprocess (imports included), best of
-             --runs: every trial checked (with the result cache, every run after the first would
-             reuse the stored result and check nothing).
+             --runs: every trial checked (with the validate cache, every run after the first would
+             reuse the cached result and check nothing).
   plan       framework.sweep_plan.plan_trials(GRID) in a fresh subprocess: everything `exp sweep`
              does before the first trial starts (trials, their hashes, the base spec).
   one pass   in this process, the same schemas: framework.plan.SweepChecker over a grid of

@@ -6,7 +6,7 @@ Measured (all on the spec files `exp validate` would pick up under --specs, defa
                  checked. The committed JSON Schema (CommittedSchemas) is read; torch and lightning
                  are never imported. Wall time of the whole process (interpreter start included),
                  best of --runs.
-      reused     the same with the result cache (framework/validate_cache.py) filled by an untimed
+      reused     the same with the validate cache (framework/validate_cache.py) filled by an untimed
                  run: nothing changed since (a CI rerun), and one spec edited before each timed run
                  (the edit-validate loop: that file is checked, every other result reused).
   (b) full       a fresh `python -c` subprocess that runs framework.loader.load_spec +

@@ -117,7 +117,7 @@ def _add_spec_commands(sub: Any) -> None:
                    help="json: one document on stdout, every file with its problems (file, line, column, "
                         "key path, message, suggestions), for editors, CI and agents")
     v.add_argument("--no-cache", action="store_true",
-                   help="check every file, not reusing results whose inputs did not change (the cache "
+                   help="check every file, not reusing results whose inputs did not change (the validate cache "
                         "lives in $EXPSPEC_CACHE_DIR/validate, default .expspec/cache/validate; "
                         "EXPSPEC_VALIDATE_CACHE=0 turns it off too)")
     v.set_defaults(func=cmd_validate)
@@ -207,11 +207,15 @@ def entry() -> None:
     `with` block). Only here, not in `main`, so that tests calling `main` in-process keep
     collecting normally; a command that raised exits the usual way, as Python reports it.
 
-    `EXPSPEC_QUICK_EXIT=0` turns both off, for a tool that registered an exit handler before
+    It first pins torch's CPU kernels (`pin_cpu_numerics`), for this process and every process
+    it starts. `EXPSPEC_QUICK_EXIT=0` turns both exits off, for a tool that registered an exit handler before
     `entry` ran (coverage.py saves its data in one), which the quick exit would skip."""
     import atexit
     import gc
 
+    from framework.invocation import pin_cpu_numerics
+
+    pin_cpu_numerics()  # before torch first computes (framework/invocation.py)
     if os.environ.get("EXPSPEC_QUICK_EXIT", "1") == "0":
         sys.exit(_main(parser().parse_args()))
     atexit.register(_end_after_exit_handlers)  # importing framework.cli registers none: this one runs last

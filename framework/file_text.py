@@ -1,7 +1,8 @@
 """The text of a spec (or claims) file: a regular file of UTF-8 text, at most `MAX_FILE_BYTES` (a
 UTF-8 byte-order mark is skipped; a UTF-16/32 one, a byte that is not UTF-8 are errors at their
 line and column); and how a file is named in messages and told apart from another (`extends`).
-Every read is noted for the validation cache (`framework.validate_cache`)."""
+Reading only: `framework.loader.SpecFiles` reads each file once per command and notes each use for
+the validate cache."""
 
 from __future__ import annotations
 
@@ -10,24 +11,15 @@ import os
 import stat
 from pathlib import Path as FsPath
 
-from framework import validate_cache
 from framework.errors import Mark, Problem, SpecError
 
 MAX_FILE_BYTES = 1 << 20
 
 
-def unreadable(path: FsPath) -> str | None:
-    """Why `path` cannot be read as a spec file, or None when it is a regular file."""
-    reason = _why_unreadable(path)
-    if reason is not None:
-        validate_cache.note_read(path, None)  # a stored validation depends on its absence too
-    return reason
-
-
-def _read(path: FsPath) -> tuple[str | None, bytes | None]:
+def read_bytes(path: FsPath) -> tuple[str | None, bytes | None]:
     """(why `path` cannot be read as a spec file, None) or (None, its bytes): at most
     MAX_FILE_BYTES + 1 of them, so that a larger file is known to be one."""
-    reason, data = _why_unreadable(path), None
+    reason, data = unreadable(path), None
     if reason is None:
         try:
             with open(path, "rb") as file:
@@ -42,7 +34,8 @@ def _read(path: FsPath) -> tuple[str | None, bytes | None]:
     return reason, data
 
 
-def _why_unreadable(path: FsPath) -> str | None:
+def unreadable(path: FsPath) -> str | None:
+    """Why `path` cannot be read as a spec file, or None when it is a regular file."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -58,10 +51,9 @@ def _why_unreadable(path: FsPath) -> str | None:
     return None
 
 
-def read_text(path: FsPath, source: str) -> str:
-    """The text of a spec file (module docstring: a regular UTF-8 file, at most MAX_FILE_BYTES)."""
-    reason, data = _read(path)
-    validate_cache.note_read(path, data)  # what a stored validation depends on (None: unreadable)
+def decode(reason: str | None, data: bytes | None, source: str) -> str:
+    """The text of a spec file from `read_bytes` (module docstring: a regular UTF-8 file, at most
+    MAX_FILE_BYTES), or a SpecError at `source`."""
     if reason or data is None:
         raise SpecError([Problem(Mark(source), (), reason)])
     if len(data) > MAX_FILE_BYTES:

@@ -27,6 +27,7 @@ validation errors can point at it.
 The pieces: `framework.file_text` reads a spec file's text, `framework.marked_yaml` parses it
 into data with marks (within the limits stated there), and `framework.references` resolves
 `${...}`. `extends:` reads at most `MAX_EXTENDS` files for one spec (the spec included).
+`SpecFiles` holds the files one command has read, so that each is read and parsed once.
 """
 
 from __future__ import annotations
@@ -34,9 +35,12 @@ from __future__ import annotations
 from pathlib import Path as FsPath
 from typing import Any
 
+from dataclasses import dataclass
+
+from framework import validate_cache
 from framework.errors import Mark, Path, Problem, SpecError, format_path, key_parts, list_index
-from framework.file_text import display_name, file_identity, read_text, unreadable
-from framework.marked_yaml import Loaded, copy_tree, parse_once
+from framework.file_text import decode, display_name, file_identity, read_bytes
+from framework.marked_yaml import Loaded, copy_tree, parse_yaml
 from framework.references import resolve_references
 
 
@@ -92,28 +96,123 @@ SPEC_SHAPE = "a spec is a mapping of sections with at least 'name', 'paper' and 
 MAX_EXTENDS = 64
 
 
-def load_file(path: str | FsPath, shape: str = SPEC_SHAPE) -> Loaded:
+def load_file(path: str | FsPath, shape: str = SPEC_SHAPE, files: SpecFiles | None = None) -> Loaded:
     """Read a spec file and merge its `extends:` chain (see the module docstring). The file holds
-    one mapping (`shape` says of what, in the message of an empty file or another value)."""
-    return _load(FsPath(path), (), [0], shape)
+    one mapping (`shape` says of what, in the message of an empty file or another value).
+    `files`: the files this command has read (`SpecFiles`); without it, every file is read."""
+    if files is None:
+        return _load(FsPath(path), (), [0], shape, SpecFiles())
+    return files.load(path, shape)
 
 
-def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], shape: str) -> Loaded:
+@dataclass
+class _File:
+    """One file as `SpecFiles` read it: what tells it apart (`file_identity`), why it cannot be
+    read (None: it can), the digest of its bytes, and its parsed text or the SpecError of reading it."""
+
+    identity: Any
+    reason: str | None
+    digest: str | None
+    parsed: Loaded | SpecError
+
+
+class SpecFiles:
+    """The files one command reads: each read from disk and parsed once, and each spec's `extends`
+    chain merged once, however often the command loads it. `exp validate` loads a spec for its own
+    check, for its sweep's trials and for each claims file that names it, and a base for each spec
+    that extends it: about five loads per file of specs/. Made by the command and handed to what
+    loads (`load_file`, `load_spec`, `framework.plan.SweepChecker`, `framework.claims.load_claims`);
+    a file that changes while the command runs is seen as first read. Each use of a file is noted
+    for the validation cache as a read (framework/validate_cache.py), and every caller gets its
+    own copy. The KEPT files and chains used last are kept (a folder of specs and its bases fit)."""
+
+    KEPT = 512
+
+    def __init__(self) -> None:
+        self._files: dict[str, _File] = {}
+        self._chains: dict[tuple[str, str], tuple[Loaded | SpecError, list[tuple[str, str | None]]]] = {}
+        self._noting: list[list[tuple[str, str | None]]] = []  # the uses of each chain being merged
+
+    def _note(self, path: str, digest: str | None) -> None:
+        validate_cache.note_read(path, digest)
+        for notes in self._noting:
+            notes.append((path, digest))
+
+    def _file(self, path: FsPath) -> _File:
+        key = str(path)
+        found = self._files.pop(key, None)
+        if found is None:
+            reason, data = read_bytes(path)
+            source = display_name(path)
+            try:
+                parsed: Loaded | SpecError = parse_yaml(decode(reason, data, source), source)
+            except SpecError as error:
+                parsed = error
+            found = _File(file_identity(path), reason, None if data is None else validate_cache.digest(data), parsed)
+            if len(self._files) >= self.KEPT:
+                del self._files[next(iter(self._files))]
+        self._files[key] = found  # last used, last out
+        return found
+
+    def identity(self, path: FsPath) -> Any:
+        """`file_identity(path)`, for the `extends` cycle check."""
+        return self._file(path).identity
+
+    def unreadable(self, path: FsPath) -> str | None:
+        """Why `path` cannot be read as a spec file (`framework.file_text.unreadable`), or None."""
+        reason = self._file(path).reason
+        if reason is not None:
+            self._note(str(path), None)  # a stored validation depends on its absence too
+        return reason
+
+    def parsed(self, path: FsPath) -> Loaded:
+        """The file's text parsed, a copy the caller may change; or its SpecError."""
+        found = self._file(path)
+        self._note(str(path), found.digest)
+        if isinstance(found.parsed, SpecError):
+            raise SpecError(found.parsed.problems)
+        return found.parsed.copy()
+
+    def load(self, path: str | FsPath, shape: str = SPEC_SHAPE) -> Loaded:
+        """`load_file(path, shape)`: merged once, then copied; or its SpecError."""
+        key = (str(path), shape)
+        kept = self._chains.pop(key, None)
+        if kept is None:
+            notes: list[tuple[str, str | None]] = []
+            self._noting.append(notes)
+            try:
+                merged: Loaded | SpecError = _load(FsPath(path), (), [0], shape, self)
+            except SpecError as error:
+                merged = error
+            finally:
+                self._noting.pop()
+            kept = (merged, notes)
+            if len(self._chains) >= self.KEPT:
+                del self._chains[next(iter(self._chains))]
+        else:
+            for used, digest in kept[1]:
+                self._note(used, digest)
+        self._chains[key] = kept
+        if isinstance(kept[0], SpecError):
+            raise SpecError(kept[0].problems)
+        return kept[0].copy()
+
+
+def _load(path: FsPath, stack: tuple[tuple[Any, str], ...], reads: list[int], shape: str, files: SpecFiles) -> Loaded:
     """`stack`: (identity, display name) of the files whose `extends` led here; `reads`: how
     many files this spec has read so far (MAX_EXTENDS)."""
     reads[0] += 1
-    source = display_name(path)
-    return _merge_bases(path, parse_once(read_text(path, source), source), stack, reads, shape)
+    return _merge_bases(path, files.parsed(path), stack, reads, shape, files)
 
 
 def _merge_bases(path: FsPath, loaded: Loaded, stack: tuple[tuple[Any, str], ...], reads: list[int],
-                 shape: str) -> Loaded:
+                 shape: str, files: SpecFiles) -> Loaded:
     if loaded.data is None:
         raise SpecError([Problem(Mark(loaded.source), (), f"file is empty (or only whitespace and comments): {shape}")])
     if not isinstance(loaded.data, dict):
         raise SpecError([Problem(loaded.value_mark(()), (), f"expected a mapping at the top level, got a "
                                                             f"{type(loaded.data).__name__}: {shape}")])
-    stack = (*stack, (file_identity(path), loaded.source))
+    stack = (*stack, (files.identity(path), loaded.source))
     extends = loaded.data.pop("extends", None)
     if extends is None:
         return loaded
@@ -125,17 +224,17 @@ def _merge_bases(path: FsPath, loaded: Loaded, stack: tuple[tuple[Any, str], ...
     merged: Loaded | None = None
     for base_name in bases:
         base_path = path.parent / base_name
-        if file_identity(base_path) in (identity for identity, _ in stack):
+        if files.identity(base_path) in (identity for identity, _ in stack):
             chain = " -> ".join([*(name for _, name in stack), display_name(base_path)])
             raise SpecError([Problem(mark, ("extends",), f"extends cycle: {chain}")])
-        reason = unreadable(base_path)
+        reason = files.unreadable(base_path)
         if reason:
             raise SpecError([Problem(mark, ("extends",), f"base spec '{base_name}' not found (looked for {display_name(base_path)})"
                                      if reason == "file not found" else f"base spec '{base_name}': {reason}")])
         if reads[0] >= MAX_EXTENDS:
             raise SpecError([Problem(mark, ("extends",), f"more than {MAX_EXTENDS} files are read through "
                                                          "'extends:' for this spec; extend fewer bases")])
-        base = _load(base_path, stack, reads, shape)
+        base = _load(base_path, stack, reads, shape, files)
         merged = base if merged is None else merge_loaded(merged, base)
     assert merged is not None  # bases is a non-empty list
     for key in [k for k in loaded.key_marks if k == ("extends",) or k[:1] == ("extends",)]:
@@ -164,7 +263,7 @@ def apply_overrides(loaded: Loaded, overrides: list[str]) -> None:
             problems.append(Problem(Mark(source), (), "expected key.path=value"))
             continue
         try:
-            value = parse_once(raw, source).data if raw.strip() else None
+            value = parse_yaml(raw, source).data if raw.strip() else None
         except SpecError as error:
             problems.extend(Problem(Mark(source), (), p.message) for p in error.problems)
             continue
@@ -214,10 +313,10 @@ def _set_path(loaded: Loaded, parts: list[str], value: Any, mark: Mark) -> Probl
 
 
 def load_spec(path: str | FsPath, overrides: list[str] | None = None,
-              reference_problems: list[Problem] | None = None) -> Loaded:
+              reference_problems: list[Problem] | None = None, files: SpecFiles | None = None) -> Loaded:
     """File -> extends merged -> overrides applied -> references resolved (`reference_problems`:
-    see `resolve_references`' `collect`)."""
-    loaded = load_file(path)
+    see `resolve_references`' `collect`; `files`: see `load_file`)."""
+    loaded = load_file(path, files=files)
     apply_overrides(loaded, list(overrides or []))
     resolve_references(loaded, collect=reference_problems)
     return loaded

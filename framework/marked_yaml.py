@@ -58,8 +58,8 @@ INT_RANGE = (-(1 << 63), (1 << 64) - 1)
 # Characters YAML does not accept in a stream (all but YAML 1.1's "printable": tab, LF, CR,
 # x20-x7E, x85, xA0-xD7FF, xE000-xFFFD, x10000-x10FFFF); a lone surrogate is a byte of an override
 # that was not UTF-8. Written as what is refused: the complement class took ~9 ms to compile, a
-# fiftieth of `exp validate` (tests/framework/test_loader.py checks both agree on every code point).
-NOT_PRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+# fiftieth of `exp validate` (tests/framework/test_loader.py tries every code point).
+_NOT_PRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 # libyaml composes nodes recursively in C (it crashes at ~30,000 levels) and scans deep flow
 # nesting in quadratic time (10,000 levels: 1.6 s). A text with at most this many of the
 # characters that open a level (`[ { - ? :`) cannot nest deeper, and is composed at once;
@@ -272,7 +272,7 @@ def _position(text: str, index: int) -> tuple[int, int]:
 
 def _text_problem(text: str, source: str) -> Problem | None:
     """A character YAML does not accept, at its line and column."""
-    found = NOT_PRINTABLE.search(text)
+    found = _NOT_PRINTABLE.search(text)
     if not found:
         return None
     char = found.group()
@@ -341,30 +341,6 @@ def parse_yaml(text: str, source: str) -> Loaded:
     if problems:
         raise SpecError(problems)
     return out
-
-
-# Parsed texts of this process, by (source, text): the one in-process cache of loading. `exp
-# validate` loads a file for its own check, as the base of each spec that extends it, for its
-# sweep's trials and for each claims file that names it: ~5 loads per file of specs/, and parsing
-# is most of a load (without this cache `exp validate` of 10 copies of specs/ took 1.5x the CPU
-# time: benchmarks/README.md, issue 32's mechanisms). The key is the text itself, not the file's
-# mtime: a file rewritten at the same size within one tick of the clock would read stale. Oldest
-# entries go first past _PARSED_MAX.
-_PARSED: dict[tuple[str, str], Loaded] = {}
-_PARSED_MAX = 512
-
-
-def parse_once(text: str, source: str) -> Loaded:
-    """`parse_yaml`, parsed once per (text, source) in this process; every caller gets its own copy
-    (`Loaded.copy`). A text that does not parse is not cached: its SpecError is raised each time."""
-    key = (source, text)
-    parsed = _PARSED.get(key)
-    if parsed is None:
-        parsed = parse_yaml(text, source)
-        if len(_PARSED) >= _PARSED_MAX:
-            del _PARSED[next(iter(_PARSED))]
-        _PARSED[key] = parsed
-    return parsed.copy()
 
 
 def copy_tree(value: Any) -> Any:

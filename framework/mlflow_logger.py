@@ -9,6 +9,7 @@ import time
 from typing import Any, Mapping
 
 from lightning.pytorch.loggers import MLFlowLogger
+from lightning.pytorch.loggers.logger import rank_zero_experiment
 
 from framework.interrupts import deferred
 
@@ -85,6 +86,18 @@ class RunLogger(MLFlowLogger):
                           for key, value in metrics.items() if not isinstance(value, str) and key not in BOOKKEEPING]
         if time.monotonic() - self._written >= self.flush_seconds:
             self.flush()
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> Any:
+        """The MLflow client of this run's store. Lightning's own first use of it also sets
+        MLflow's process-wide tracking URI, and with it $MLFLOW_TRACKING_URI, for the rest of the
+        process: a later run or command would find this run's store there (framework/invocation.py
+        says which store a command uses). The runner made the run, so only its experiment is read."""
+        if not self._initialized:
+            self._experiment_id = self._mlflow_client.get_run(self._run_id).info.experiment_id
+            self._initialized = True
+        return self._mlflow_client
 
     def _logged_before(self, key: str, step: int | None) -> bool:
         last = self._last_logged.get(key)

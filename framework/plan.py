@@ -22,12 +22,12 @@ from typing import Any, Callable
 
 
 from framework.errors import Mark, Problem, SpecError, key_parts, list_index
-from framework.loader import apply_overrides, load_file, load_spec, merge_loaded, set_value
+from framework.loader import SpecFiles, apply_overrides, load_file, load_spec, merge_loaded, set_value
 from framework.marked_yaml import Loaded, copy_tree, dump_line
 from framework.references import reference_targets, resolve_references
 from framework.spec import Sweep
 from framework.validate_cache import note_exists
-from framework.validate import ValidationCache, Schemas, validate
+from framework.validate import CheckMemo, Schemas, validate
 from framework.wording import yaml_type
 
 _STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -103,16 +103,16 @@ def stage_specs(loaded: Loaded) -> list[tuple[str | None, Loaded]]:
     return out
 
 
-def validate_plan(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = None) -> list[Unit]:
+def validate_plan(loaded: Loaded, schemas: Schemas, memo: CheckMemo | None = None) -> list[Unit]:
     """Validate every stage (or the plain spec); one SpecError with every problem of every stage.
-    `cache`: component nodes checked before are not checked again (`framework.validate.ValidationCache`)."""
+    `memo`: component nodes checked before are not checked again (`framework.validate.CheckMemo`)."""
     units: list[Unit] = []
     problems: list[Problem] = []
     seen: set[str] = set()
     earlier: list[str] = []
     for stage, stage_loaded in stage_specs(loaded):
         try:
-            operative = validate(stage_loaded, schemas, cache)
+            operative = validate(stage_loaded, schemas, memo)
         except SpecError as error:
             for p in error.problems:
                 if stage is not None:
@@ -276,7 +276,7 @@ class SweepChecker:
     spec without its sweep is resolved and validated once. A trial then copies only the containers
     on the paths its overrides set, applies them, resolves the top-level keys its overrides reach
     (directly, or through a `${...}` reference, followed transitively; the other keys are taken
-    resolved from the base) and validates with a ValidationCache, so a component node that did not change
+    resolved from the base) and validates with a CheckMemo, so a component node that did not change
     is not checked again. The result is the operative spec `load_spec` + `validate_plan` give for
     the spec with the trial's overrides (a test compares both on every landed sweep spec); a trial
     with a problem is loaded again that way, for the located message. Staged specs take that way
@@ -284,13 +284,15 @@ class SweepChecker:
     """
 
     def __init__(self, spec_path: str | FsPath, overrides: list[str], schemas: Schemas,
-                 cache: ValidationCache | None = None, with_sweep: Loaded | None = None) -> None:
+                 memo: CheckMemo | None = None, with_sweep: Loaded | None = None,
+                 files: SpecFiles | None = None) -> None:
         """`with_sweep`: the spec as `load_spec(spec_path, overrides)` gives it, when the caller
         has it (`exp validate` has just checked it), so that it is not resolved again; it is read,
-        never changed."""
+        never changed. `files`: the files the command has read (`framework.loader.SpecFiles`)."""
         self.spec_path, self.overrides, self.schemas = spec_path, list(overrides), schemas
-        self.cache = cache or ValidationCache()
-        loaded = load_file(spec_path)
+        self.memo = memo or CheckMemo()
+        self.files = files or SpecFiles()
+        loaded = load_file(spec_path, files=self.files)
         apply_overrides(loaded, self.overrides)
         if with_sweep is None:
             with_sweep = loaded.copy()
@@ -304,7 +306,7 @@ class SweepChecker:
         self.unresolved = loaded
         self.resolved = loaded.copy()
         resolve_references(self.resolved)
-        self.base = validate_plan(self.resolved, schemas, self.cache)
+        self.base = validate_plan(self.resolved, schemas, self.memo)
         self.references = _references(loaded.data)
         self.staged = isinstance(loaded.data, dict) and "stages" in loaded.data
 
@@ -315,7 +317,8 @@ class SweepChecker:
                 return self._fast_units(trial)
             except SpecError:
                 pass  # loaded again below, with the marks its message needs
-        return validate_plan(load_spec(self.spec_path, [*self.overrides, *trial.overrides]), self.schemas, self.cache)
+        return validate_plan(load_spec(self.spec_path, [*self.overrides, *trial.overrides], files=self.files),
+                             self.schemas, self.memo)
 
     def _fast_units(self, trial: Trial) -> list[Unit]:
         settings = [o for o in trial.overrides if o != "sweep=null"]  # in the order of trial.values
@@ -329,7 +332,7 @@ class SweepChecker:
         reached = _reached(paths, self.references)
         loaded.data = {k: v if k in reached else self.resolved.data[k] for k, v in loaded.data.items()}
         resolve_references(loaded, only=reached)
-        return validate_plan(loaded, self.schemas, self.cache)
+        return validate_plan(loaded, self.schemas, self.memo)
 
     def _located(self, problem: Problem, trial: Trial) -> Problem:
         """A trial's problem; one that its own setting caused (the mark of a trial override) is

@@ -16,7 +16,7 @@ from typing import Any
 from framework.errors import SpecError, UsageError
 from framework.plan import Trial, named_trial
 from framework.queue import INDEX, NAME, RUN_ID, Lease, Queue, worker_id
-from framework.search import PRUNE_ENV, PRUNED_TAG, make_sampler, suggest
+from framework.search import PRUNED_TAG, make_sampler, suggest
 from framework.sweep import SweepResult, progress_line, summary
 from framework.sweep_plan import SweepPlan, sweep_hash_of, trial_threads
 from framework.sweep_runs import link_skipped, open_parent
@@ -146,14 +146,15 @@ class Worker:
             return outcome
         tags = {"expspec.queue.study": self.queue.name, "expspec.queue.index": index,
                 "expspec.queue.trial": taken.number, "expspec.queue.worker": worker_id()}
-        env = {"EXPSPEC_RUN_TAGS": json.dumps(tags)}
+        told: dict[str, Any] = {"run_tags": {k: str(v) for k, v in tags.items()}}
         if self.search and self.search["pruner"] != "none":
-            env[PRUNE_ENV] = json.dumps({"url": self.queue.url, "study": self.queue.name, "trial_id": taken._trial_id,
-                                         "metric": self.search["metric"], "pruner": self.search["pruner"]})
+            told["optuna_trial"] = json.dumps({"url": self.queue.url, "study": self.queue.name,
+                                               "trial_id": taken._trial_id, "metric": self.search["metric"],
+                                               "pruner": self.search["pruner"]})
         lease = Lease(self.queue, taken._trial_id, lambda: self._stop_trial(taken.number))
         lease.start()
         try:
-            outcome = self.launcher.run(taken.number, trial, env)
+            outcome = self.launcher.run(taken.number, trial, told)
         finally:
             lease.stop()
         if lease.lost:

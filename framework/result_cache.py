@@ -6,15 +6,17 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 
 def cache_dir() -> Path:
-    """Final weights and metrics of finished runs, by operative-spec hash."""
-    return Path(os.environ.get("EXPSPEC_CACHE_DIR", ".expspec/cache"))
+    """Final weights and metrics of finished runs, by operative-spec hash ($EXPSPEC_CACHE_DIR, or
+    the command's context: framework/invocation.py)."""
+    from framework.invocation import current
+
+    return current().cache_dir
 
 
 
@@ -24,7 +26,7 @@ class RunResult:
     metrics: dict[str, float]
     operative: dict[str, Any] = field(default_factory=dict)
     spec_hash: str = ""
-    checkpoint: str | None = None  # final weights in the cache
+    checkpoint: str | None = None  # final weights in the result cache
     stages: dict[str, "RunResult"] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -50,8 +52,8 @@ def cached(spec_hash_: str) -> RunResult | None:
     return result
 
 
-def store_result(result: RunResult) -> None:
-    """Write a finished run's result into the local cache, by operative-spec hash (framework/store.py
+def save_result(result: RunResult) -> None:
+    """Write a finished run's result into the result cache, by operative-spec hash (framework/store.py
     writes what it fetched from the tracking store the same way)."""
     folder = cache_dir() / result.spec_hash
     folder.mkdir(parents=True, exist_ok=True)

@@ -4,11 +4,11 @@ spec again as a new run. Both run through `framework.runner.run_unit`."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from framework.errors import UsageError
+from framework.invocation import RunContext, current, use
 from framework.result_cache import RunResult
 from framework.runner import last_checkpoint, prepare, resume_file, run_unit, runs_dir, unit_hashes
 
@@ -34,7 +34,7 @@ def init_override(run_info: Any) -> list[str]:
     return [f"init={{checkpoint: '{checkpoint}'}}"] if checkpoint else ["init=null"]
 
 
-def resume(run_id: str, uri: str | None = None, from_start: bool = False) -> RunResult:
+def resume(run_id: str, uri: str | None = None, from_start: bool = False, context: RunContext | None = None) -> RunResult:
     """Continue a killed run from its resume checkpoint, into the same MLflow run. Training
     continues exactly where the checkpoint was written (weights, optimizer, loop position, the
     train loader's place in the epoch, random generators), so the run ends with the metrics of an
@@ -42,7 +42,20 @@ def resume(run_id: str, uri: str | None = None, from_start: bool = False) -> Run
     again by the resumed one with the same values; the logger drops them (see
     `Tracker.logged_steps`), so the MLflow history holds each step once, as an uninterrupted run's.
     With `from_start` (a requeued SLURM job stopped before its first checkpoint), a run that left
-    no checkpoint trains again from its start, into the same run."""
+    no checkpoint trains again from its start, into the same run. `uri` (default: the context's
+    store) is the store of everything the run does (`rerun_context`)."""
+    with use(rerun_context(uri, context)):
+        return _resume(run_id, uri, from_start)
+
+
+def rerun_context(uri: str | None, context: RunContext | None) -> RunContext:
+    """The context a resumed or rerun run works in: the command's (default: this process's),
+    with the store `uri` when given; active only while it runs (nothing is left in os.environ)."""
+    context = context or current()
+    return context.but(tracking_uri=uri) if uri else context
+
+
+def _resume(run_id: str, uri: str | None, from_start: bool) -> RunResult:
     run_info, spec_file = stored_spec(run_id, uri)
     checkpoint = last_checkpoint(run_id) or fetch_checkpoint(run_info, uri)
     if checkpoint is None and not from_start:
@@ -51,8 +64,6 @@ def resume(run_id: str, uri: str | None = None, from_start: bool = False) -> Run
             f"nor in the store (it stopped before its first one was written, or checkpointing was off); "
             f"start it again with `exp rerun {run_id}`"
         )
-    if uri:
-        os.environ["MLFLOW_TRACKING_URI"] = uri
     overrides = (["init=null"] if checkpoint else init_override(run_info)) \
         if run_info.data.tags.get("expspec.init_checkpoint") else []
     units = prepare(spec_file, overrides)
@@ -71,17 +82,13 @@ def fetch_checkpoint(run_info: Any, uri: str | None) -> Path | None:
     return fetch_resume_checkpoint(client(uri), run_info, target)
 
 
-def rerun(run_id: str, uri: str | None = None) -> RunResult:
-    """Run again from the run's stored resolved spec, as a new run tagged with the original."""
-    run_info, spec_file = stored_spec(run_id, uri)
-    if uri:
-        os.environ["MLFLOW_TRACKING_URI"] = uri
+def rerun(run_id: str, uri: str | None = None, context: RunContext | None = None) -> RunResult:
+    """Run again from the run's stored resolved spec, as a new run tagged with the original
+    (in the store `uri`, default the context's)."""
     import yaml
 
-    overrides = init_override(run_info) if (yaml.safe_load(spec_file.read_text()) or {}).get("init") else []
-    units = prepare(spec_file, overrides)
-    os.environ["EXPSPEC_RERUN_OF"] = run_id
-    try:
-        return run_unit(units[0], unit_hashes(units, spec_file)[0], overrides)
-    finally:
-        os.environ.pop("EXPSPEC_RERUN_OF", None)
+    with use(rerun_context(uri, context)) as active:
+        run_info, spec_file = stored_spec(run_id, uri)
+        overrides = init_override(run_info) if (yaml.safe_load(spec_file.read_text()) or {}).get("init") else []
+        units = prepare(spec_file, overrides)
+        return run_unit(units[0], unit_hashes(units, spec_file)[0], overrides, context=active.but(rerun_of=run_id))

@@ -2,10 +2,10 @@
 
 - Phases (`phases:`, default [fit, test]) run in order; test uses the weights at the end of fit
   (not a "best" checkpoint), so reported test metrics belong to the model the run produced.
-- Every finished run stores its final weights and metrics in a local cache keyed by its
+- Every finished run saves its final weights and metrics in the result cache, keyed by its
   operative-spec hash (`.expspec/cache/<hash>/`, or $EXPSPEC_CACHE_DIR) and uploads them to its
   MLflow run (framework/store.py): `init: {spec: ...}` and `exp reproduce` reuse them instead of
-  retraining the same thing, from the local cache, else from the tracking store (another
+  retraining the same thing, from the result cache, else from the tracking store (another
   machine's run), else by running the spec.
 - Every run that fits writes a resume checkpoint (components/callbacks/resume.py); `exp resume`
   continues a killed run from it exactly, into the same MLflow run (see `resume`).
@@ -13,7 +13,7 @@
   no run behind (see `run_unit`).
 - A spec with stages runs them in order as children of one parent run; `init: {stage: s}` loads
   stage s's final weights.
-- Under DDP and multi-node launchers only global rank zero talks to MLflow and the cache; the
+- Under DDP and multi-node launchers only global rank zero talks to MLflow and the result cache; the
   other ranks train without a logger (Lightning logs from rank zero only anyway).
 """
 
@@ -27,17 +27,19 @@ from pathlib import Path
 from typing import Any, Callable
 
 from framework.errors import Mark, Problem, SpecError
+from framework.invocation import RunContext, current, ranks_run_id, shared_with_ranks
 from framework.loader import load_spec
 from framework.plan import Unit, validate_plan
-from framework.result_cache import RunResult, cache_dir, cached, store_result
+from framework.result_cache import RunResult, cache_dir, cached, save_result
 from framework.schema import LiveSchemas
-from framework.spec import spec_hash
+from framework.spec import SpecHasher
 from framework.store import fetch_result, upload_result
 
 
 def runs_dir() -> Path:
-    """Lightning's own files (checkpoints) go under here, by MLflow experiment id and run id."""
-    return Path(os.environ.get("EXPSPEC_RUNS_DIR", ".expspec/runs"))
+    """Lightning's own files (checkpoints) go under here, by MLflow experiment id and run id
+    ($EXPSPEC_RUNS_DIR, or the command's context: framework/invocation.py)."""
+    return current().runs_dir
 
 
 def is_rank_zero() -> bool:
@@ -56,10 +58,10 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> list[U
 
 def unit_hashes(units: list[Unit], spec_path: str | Path,
                 upstream_hash: Callable[[Path, list[str]], str] | None = None,
-                texts: dict[Any, Any] | None = None) -> list[str]:
+                hasher: SpecHasher | None = None) -> list[str]:
     """Each unit's hash; a unit that loads earlier weights includes their hash (see spec_hash).
     `upstream_hash(spec, overrides)` hashes an `init: {spec}` upstream (default: prepared live).
-    `texts`: see spec_hash (a sweep's planning passes one for all its trials)."""
+    `hasher`: one SpecHasher for all of a sweep's trials (its planning passes one)."""
     upstream_hash = upstream_hash or (lambda other, overrides: plan_hash(prepare(other, overrides), other))
     hashes: dict[str | None, str] = {}
     out = []
@@ -73,15 +75,15 @@ def unit_hashes(units: list[Unit], spec_path: str | Path,
             upstream = upstream_hash(other, init["overrides"])
         elif init.get("checkpoint"):
             upstream = f"file:{Path(init['checkpoint']).resolve()}"
-        hashes[unit.stage] = spec_hash(unit.operative, upstream, texts)
+        hashes[unit.stage] = (hasher or SpecHasher()).hash(unit.operative, upstream)
         out.append(hashes[unit.stage])
     return out
 
 
 def plan_hash(units: list[Unit], spec_path: str | Path,
               upstream_hash: Callable[[Path, list[str]], str] | None = None,
-              texts: dict[Any, Any] | None = None) -> str:
-    hashes = unit_hashes(units, spec_path, upstream_hash, texts)
+              hasher: SpecHasher | None = None) -> str:
+    hashes = unit_hashes(units, spec_path, upstream_hash, hasher)
     if len(hashes) == 1:
         return hashes[0]
     import hashlib
@@ -94,8 +96,8 @@ def _relative(unit: Unit, name: str) -> Path:
 
 
 def obtain(spec_path: str | Path, overrides: list[str] | None = None, fresh: bool = False) -> RunResult:
-    """A finished result of this spec: from the local cache, else from the tracking store (a
-    finished run with its hash, downloaded into the cache), else run it."""
+    """A finished result of this spec: from the result cache, else from the tracking store (a
+    finished run with its hash, downloaded into the result cache), else run it."""
     units = prepare(spec_path, overrides)
     if not fresh:
         total_hash = plan_hash(units, spec_path)
@@ -157,17 +159,19 @@ def load_weights(task: Any, checkpoint: str, unit: Unit) -> list[str]:
     return skipped
 
 
-def run(spec_path: str | Path, overrides: list[str] | None = None) -> RunResult:
-    """Run a spec: one run, or its stages as children of a parent run."""
+def run(spec_path: str | Path, overrides: list[str] | None = None, context: RunContext | None = None) -> RunResult:
+    """Run a spec: one run, or its stages as children of a parent run. `context`: what the
+    command was told for the run it starts (framework/invocation.py; default: nothing)."""
     overrides = list(overrides or [])
     units = prepare(spec_path, overrides)
     hashes = unit_hashes(units, spec_path)
     if len(units) == 1 and units[0].stage is None:
-        return run_unit(units[0], hashes[0], overrides)
-    return run_stages(units, hashes, plan_hash(units, spec_path), overrides)
+        return run_unit(units[0], hashes[0], overrides, context=context)
+    return run_stages(units, hashes, plan_hash(units, spec_path), overrides, context)
 
 
-def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides: list[str]) -> RunResult:
+def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides: list[str],
+               context: RunContext | None = None) -> RunResult:
     """The stages in order, each a child run of one parent run; a stage with `init: {stage: s}`
     starts from stage s's final weights. The parent's metrics are every stage's final metrics,
     keyed `stage:split/name` in the result (the keys claims.yaml checks read, e.g.
@@ -177,7 +181,7 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
 
     first = units[0].operative
     parent_op = {**first, "name": first["name"].rsplit("/", 1)[0]}
-    tracker = Tracker(parent_op, units[0].loaded.source, total_hash, overrides,
+    tracker = Tracker(parent_op, units[0].loaded.source, total_hash, overrides, context=context,
                       extra_tags={"expspec.stages": ",".join(str(u.stage) for u in units)}) if is_rank_zero() else None
     parent_id = tracker.start(log_params=False) if tracker else None
     results: dict[str, RunResult] = {}
@@ -197,7 +201,7 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
             upload_result(tracker.client, parent_id, result)
     if tracker:
         tracker.finish()
-        store_result(result)
+        save_result(result)
     return result
 
 
@@ -237,13 +241,15 @@ def run_unit(
     init_checkpoint: str | None = None,
     resume_run_id: str | None = None,
     resume_checkpoint: str | None = None,
+    context: RunContext | None = None,
 ) -> RunResult:
     """One run: seed, build, track, run the phases, cache the final weights. The MLflow run ends
     FINISHED, or FAILED/KILLED with the error when anything here raises. The spec is built before
     the run is opened: a mistake found while building (a size the data contradicts, init weights
     that do not fit) is a SpecError and leaves no run in the store; any other build error is
-    recorded as a FAILED run."""
+    recorded as a FAILED run. `context`: what this run is told (see `run`)."""
     operative = unit.operative
+    context = context or RunContext()
     _quiet_lightning()
     # The upstream spec of `init: {spec}` may run here first, in this process: threads and seed
     # are set after it, so a run draws the same random numbers whether its upstream was cached or not.
@@ -255,13 +261,13 @@ def run_unit(
         raise
     except Exception as error:
         built, skipped = None, error
-    tracker, run_id = _open_run(unit, unit_hash, overrides, parent_run_id, resume_run_id)
-    with ended_on_error(tracker):
+    tracker, run_id = _open_run(unit, unit_hash, overrides, parent_run_id, resume_run_id, context)
+    with ended_on_error(tracker), shared_with_ranks(run_id if tracker else None):
         if skipped is not None:
             raise skipped
         if tracker:
             _tag_init(tracker, run_id, checkpoint, built.skipped_weights)
-        trainer = _trainer(built, tracker)
+        trainer = _trainer(built, tracker, context.optuna_trial)
         metrics = run_phases(trainer, built, operative["phases"], resume_checkpoint)
         final = _save_final(built.task, unit_hash) if is_rank_zero() else None
         result = RunResult(run_id=run_id, metrics=metrics, operative=operative, spec_hash=unit_hash, checkpoint=final)
@@ -272,7 +278,7 @@ def run_unit(
             upload_result(tracker.client, run_id, result)
     if tracker:
         tracker.finish()
-        store_result(result)
+        save_result(result)
     return result
 
 
@@ -319,17 +325,16 @@ def _seed(operative: dict[str, Any]) -> None:
 
 
 def _open_run(unit: Unit, unit_hash: str, overrides: list[str], parent_run_id: str | None,
-              resume_run_id: str | None) -> tuple[Any, str | None]:
+              resume_run_id: str | None, context: RunContext) -> tuple[Any, str | None]:
     """(tracker, run id): a new MLflow run, or the resumed one. Ranks other than zero get no
-    tracker and the run id rank zero exported in $EXPSPEC_RUN_ID (None before it has one)."""
+    tracker and the run id rank zero shared (`shared_with_ranks`; None before it has one)."""
     from framework.run_context import log_dataset
     from framework.tracking import Tracker
 
     if not is_rank_zero():
-        return None, os.environ.get("EXPSPEC_RUN_ID")
-    tracker = Tracker(unit.operative, unit.loaded.source, unit_hash, overrides, parent_run_id)
+        return None, ranks_run_id()
+    tracker = Tracker(unit.operative, unit.loaded.source, unit_hash, overrides, parent_run_id, context=context)
     run_id = tracker.attach(resume_run_id) if resume_run_id else tracker.start()
-    os.environ["EXPSPEC_RUN_ID"] = run_id  # for DDP ranks started by Lightning's launcher
     with ended_on_error(tracker):
         if not resume_run_id:
             log_dataset(tracker.client, run_id, unit.operative, unit.loaded.source)
@@ -361,7 +366,7 @@ def announce(tracker: Any, what: str) -> None:
           f"store {tracker.uri}", file=sys.stderr, flush=True)
 
 
-def _trainer(built: Any, tracker: Any) -> Any:
+def _trainer(built: Any, tracker: Any, optuna_trial: str | None = None) -> Any:
     """Lightning's Trainer for a built spec: a progress bar on a terminal (plain progress lines
     otherwise), our MLflow logger on rank zero, Lightning's files under runs_dir()."""
     import lightning as L
@@ -371,7 +376,7 @@ def _trainer(built: Any, tracker: Any) -> Any:
     from framework.search import pruning_callback
 
     callbacks = with_resume_checkpoint(built.callbacks, built.trainer_kwargs)
-    pruning = pruning_callback()  # a search sweep's trial with a pruner
+    pruning = pruning_callback(optuna_trial)  # a search sweep's trial with a pruner
     if pruning is not None:
         callbacks.append(pruning)
     lines = registry.KINDS["callbacks"].load("progress_lines")
@@ -428,7 +433,7 @@ def run_phases(trainer: Any, built: Any, phases: list[str], resume_checkpoint: s
 
 
 def _save_final(task: Any, unit_hash: str) -> str:
-    """Store the task's final weights in the cache folder of its hash; their path. Written to a
+    """Save the task's final weights in the result cache's folder of its hash; their path. Written to a
     temporary file and renamed over final.ckpt, never in place: an earlier run's artifact may be
     a hard link to the old file (framework/store.py `log_file`) and keeps its own weights."""
     import torch

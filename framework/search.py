@@ -5,12 +5,10 @@ metric to the pruner (framework/queue_worker.py takes the trials; framework/queu
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-# A search trial's run reads where to report its metric from this variable (`pruning_callback`),
-# and says it was pruned in this tag.
-PRUNE_ENV, PRUNED_TAG = "EXPSPEC_OPTUNA_TRIAL", "expspec.pruned"
+# A search trial's run says it was pruned in this tag.
+PRUNED_TAG = "expspec.pruned"
 
 
 def make_sampler(name: str, seed: int, number: int) -> Any:
@@ -46,19 +44,18 @@ def suggest(trial: Any, key: str, dist: dict[str, Any]) -> Any:
     return trial.suggest_float(key, dist["low"], dist["high"], log=kind == "log_uniform")
 
 
-def pruning_callback() -> Any | None:
-    """In a search trial's run whose sweep has a pruner ($EXPSPEC_OPTUNA_TRIAL set by the worker):
-    a Lightning callback that reports the sweep's metric to the Optuna trial after each
+def pruning_callback(optuna_trial: str | None) -> Any | None:
+    """In a search trial's run whose sweep has a pruner (`optuna_trial`: the run context's, set
+    by the worker, framework/invocation.py): a Lightning callback that reports the sweep's metric to the Optuna trial after each
     validation, and stops training when the pruner says so (the run then tests and ends
     FINISHED, tagged `expspec.pruned`; the worker records the trial PRUNED). Else None."""
-    spec = os.environ.get(PRUNE_ENV)
-    if not spec:
+    if not optuna_trial:
         return None
     import lightning.pytorch as pl
 
     from framework.queue import open_storage
 
-    config = json.loads(spec)
+    config = json.loads(optuna_trial)
 
     class OptunaPruning(pl.Callback):
         def __init__(self) -> None:
@@ -75,8 +72,8 @@ def pruning_callback() -> Any | None:
             self.trial.report(float(value), step=trainer.global_step)
             if self.trial.should_prune():
                 trainer.should_stop = True
-                run_id = os.environ.get("EXPSPEC_RUN_ID")
-                if run_id and trainer.logger is not None:
+                run_id = getattr(trainer.logger, "run_id", None)
+                if run_id:
                     trainer.logger.experiment.set_tag(run_id, PRUNED_TAG, f"at step {trainer.global_step}: "
                                                       f"{config['metric']}={float(value):.6g}")
 

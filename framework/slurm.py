@@ -20,8 +20,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -93,24 +91,31 @@ class TrialJob:
     see the module docstring)."""
 
     def __call__(self, spec_path: str, overrides: list[str], parent: str, name: str, hashes: list[str]) -> dict:
+        from framework.invocation import RunContext, pin_cpu_numerics, use
+
+        pin_cpu_numerics()  # a task is a process of its own: before torch first computes
+        job = _job_id()
+        context = RunContext.from_environ().for_other_run()  # the stores the task was started with
+        with use(context):
+            return self._run(context.but(parent_run_id=parent, run_name=name, run_tags={JOB_TAG: job}),
+                             spec_path, overrides, hashes)
+
+    def _run(self, context: Any, spec_path: str, overrides: list[str], hashes: list[str]) -> dict:
         from framework.result_cache import RunResult
         from framework.resume import resume
         from framework.runner import run
         from framework.tracking import client
 
-        job = _job_id()
-        os.environ.update(EXPSPEC_PARENT_RUN_ID=parent, EXPSPEC_RUN_NAME=name,
-                          EXPSPEC_RUN_TAGS=json.dumps({JOB_TAG: job}))
+        parent, job = context.parent_run_id, context.run_tags[JOB_TAG]
         mlflow_client = client()
         experiment = mlflow_client.get_run(parent).info.experiment_id
         earlier = mlflow_client.search_runs([experiment], f"tags.`{JOB_TAG}` = '{job}'", max_results=1)
         if earlier and earlier[0].info.status == "FINISHED":
             result = RunResult(earlier[0].info.run_id, dict(earlier[0].data.metrics))
         elif earlier:  # this task was requeued: continue its run
-            os.environ.pop("EXPSPEC_RUN_TAGS")
             result = resume(earlier[0].info.run_id, from_start=True)
         else:
-            result = run(spec_path, overrides)
+            result = run(spec_path, overrides, context)
         end_parent_when_done(mlflow_client, experiment, parent, hashes)
         return {"run_id": result.run_id, "metrics": result.metrics}
 

@@ -96,7 +96,7 @@ class Init(Section):
 
     - `stage`: an earlier stage of this spec (its final checkpoint);
     - `spec`: another spec file (relative to this one), with `overrides` applied to it: a finished
-      run of it with the same operative-spec hash is reused from the local cache or the tracking
+      run of it with the same operative-spec hash is reused from the result cache or the tracking
       store, else it is run first. `overrides: ['seed=${seed}']` makes the upstream's seed follow
       this spec's, so a seeds sweep varies the pretrained model too (one cached upstream per seed);
     - `checkpoint`: a Lightning checkpoint file.
@@ -224,35 +224,42 @@ NODE_SECTIONS: dict[str, tuple[str, bool]] = {
 }
 
 
-def spec_hash(operative: dict[str, Any], upstream: str | None = None,
-              texts: dict[tuple[str, int], tuple[Any, str]] | None = None) -> str:
+def spec_hash(operative: dict[str, Any], upstream: str | None = None) -> str:
     """Identity of what a run computes: sha256 of the operative spec without `tracking` (where
     results are stored does not change them), `name`/`description`, and `sweep` (a trial is the
     same run as the spec with the trial's overrides written in), and `hardware.threads`. With
     `init`, `upstream` (the hash of the run whose weights it loads) replaces the init section.
-
-    The text hashed is `json.dumps(content, sort_keys=True)`, written section by section.
-    `texts`: the sections' texts written before, by (key, identity), each with its value kept
-    alive: a sweep's trials share most section objects (framework.plan.SweepChecker), so each is
-    written once (JSON of a 1.8 KB spec: 40-55 us, a quarter of planning a trial). The values
-    must not change while `texts` is in use."""
-    content = {k: v for k, v in operative.items() if k not in ("tracking", "name", "description", "sweep")}
-    if upstream:  # the hash of the weights this run starts from (init)
-        content["init"] = upstream
-    texts = {} if texts is None else texts
-    parts = []
-    for key in sorted(content):
-        value = content[key]
-        kept = texts.get((key, id(value)))
-        if kept is None or kept[0] is not value:
-            shown = value
-            if key == "hardware" and isinstance(value, dict):  # threads change speed, not what is computed
-                shown = {k: v for k, v in value.items() if k != "threads"}
-            kept = (value, f"{json.dumps(key)}: {json.dumps(shown, sort_keys=True)}")
-            if len(texts) < HASH_TEXTS:
-                texts[(key, id(value))] = kept
-        parts.append(kept[1])
-    return hashlib.sha256(("{" + ", ".join(parts) + "}").encode()).hexdigest()[:16]
+    The text hashed is `json.dumps(content, sort_keys=True)`, written section by section."""
+    return SpecHasher().hash(operative, upstream)
 
 
-HASH_TEXTS = 10_000  # section texts `spec_hash` keeps per `texts`; past it, it writes them each time
+class SpecHasher:
+    """`spec_hash` of many operative specs that share section objects, each section's text written
+    once: a sweep's trials share most sections (framework.plan.SweepChecker), and writing a 1.8 KB
+    spec as JSON takes 40-55 us, a quarter of planning a trial (hashing 10,000 planned trials: 2x
+    faster, benchmarks/README.md). Texts are kept by (key, identity of the value), the value kept
+    alive with its text, at most LIMIT of them; the values must not change while the hasher is in use."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[str, int], tuple[Any, str]] = {}
+
+    def hash(self, operative: dict[str, Any], upstream: str | None = None) -> str:
+        """`spec_hash(operative, upstream)`."""
+        content = {k: v for k, v in operative.items() if k not in ("tracking", "name", "description", "sweep")}
+        if upstream:  # the hash of the weights this run starts from (init)
+            content["init"] = upstream
+        parts = []
+        for key in sorted(content):
+            value = content[key]
+            kept = self._texts.get((key, id(value)))
+            if kept is None or kept[0] is not value:
+                shown = value
+                if key == "hardware" and isinstance(value, dict):  # threads change speed, not what is computed
+                    shown = {k: v for k, v in value.items() if k != "threads"}
+                kept = (value, f"{json.dumps(key)}: {json.dumps(shown, sort_keys=True)}")
+                if len(self._texts) < self.LIMIT:
+                    self._texts[(key, id(value))] = kept
+            parts.append(kept[1])
+        return hashlib.sha256(("{" + ", ".join(parts) + "}").encode()).hexdigest()[:16]

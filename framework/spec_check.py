@@ -16,32 +16,34 @@ from framework.errors import Problem, SpecError
 from framework.forked_shares import in_shares
 
 
-def validate_claims(path: Path) -> None:
+def validate_claims(path: Path, files: Any = None) -> None:
     from framework.claims import load_claims
 
-    load_claims(path.parent)
+    load_claims(path.parent, files)
 
 
 def check_spec(path: str | Path, overrides: list[str], schemas: Any = None, trials: bool = False,
-               cache: Any = None) -> Any:
+               memo: Any = None, files: Any = None) -> Any:
     """Validate a spec (with overrides; every sweep trial too with `trials`, in one pass: see
     `framework.plan.SweepChecker`) against the committed schema: no torch import, so `exp run`
     and `exp sweep` answer a mistake in well under a second instead of after the seconds torch
     takes to import (a component missing from the committed schema is read live, importing it).
-    `cache`: a `framework.validate.ValidationCache` shared by the specs of one command, so a node
-    that several specs write alike is checked once. Returns the loaded spec; raises SpecError."""
+    `memo`: a `framework.validate.CheckMemo` shared by the specs of one command, so a node
+    that several specs write alike is checked once; `files`: a `framework.loader.SpecFiles` of
+    the command, so that a file several checks load is read once. Returns the loaded spec; raises
+    SpecError."""
     from framework.loader import load_spec
     from framework.plan import SweepChecker, validate_plan
     from framework.schema import CommittedSchemas
 
     schemas = schemas or CommittedSchemas(live_fallback=True)
     unresolved: list[Problem] = []  # a broken reference does not hide the spec's other problems
-    loaded = load_spec(path, overrides, unresolved)
+    loaded = load_spec(path, overrides, unresolved, files)
     if unresolved:
         raise SpecError(_with_other_problems(unresolved, loaded, schemas))
-    validate_plan(loaded, schemas, cache)
+    validate_plan(loaded, schemas, memo)
     if trials and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
-        problems = SweepChecker(path, overrides, schemas, cache, loaded).check()  # every trial of a sweep is a spec too
+        problems = SweepChecker(path, overrides, schemas, memo, loaded, files).check()  # every trial of a sweep is a spec too
         if problems:
             raise SpecError(problems)
     return loaded
@@ -63,11 +65,11 @@ def _with_other_problems(unresolved: list[Problem], loaded: Any, schemas: Any) -
     return sorted([*unresolved, *others], key=problem_order)
 
 
-def check_files(files: list[Path], store: Any = None) -> list[SpecError | None]:
+def check_files(files: list[Path], disk_cache: Any = None) -> list[SpecError | None]:
     """Each file checked, in order (a claims.yaml as claims, anything else as a spec with every
     sweep trial): its SpecError, or None when it is valid, checked in shares on a machine with
-    several cores (framework/forked_shares.py). `store`: a
-    `framework.validate_cache.ResultCache` each result is written to, with what it read."""
+    several cores (framework/forked_shares.py). `disk_cache`: the validate cache
+    (`framework.validate_cache.ValidateCache`) each result is written to, with what it read."""
     if not files:
         return []
     _import_checkers()
@@ -75,7 +77,7 @@ def check_files(files: list[Path], store: Any = None) -> list[SpecError | None]:
 
     schemas = CommittedSchemas()  # the committed schema's files read once, before any fork
     with fewer_collections():
-        done = in_shares(lambda share: check_share(share, store, schemas), files)
+        done = in_shares(lambda share: check_share(share, disk_cache, schemas), files)
     return [None if problems is None else SpecError(problems) for problems in done]
 
 
@@ -121,31 +123,32 @@ def _import_checkers() -> None:
             os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
 
 
-def check_share(files: list[Path], store: Any, schemas: Any) -> list[list[Problem] | None]:
+def check_share(files: list[Path], disk_cache: Any, schemas: Any) -> list[list[Problem] | None]:
     """The problems of each file (None for a valid one): plain data, to cross a process boundary.
-    With a `store` (a ResultCache) each result is stored with the files its check read, unless it
+    With a `disk_cache` (a ValidateCache) each result is written to it with the files its check read, unless it
     read a component's live signature (then it depends on code; framework/validate_cache.py).
     `schemas`: the CommittedSchemas every file of the share is checked against."""
     from framework import validate_cache
-    from framework.validate import ValidationCache
+    from framework.loader import SpecFiles
+    from framework.validate import CheckMemo
 
-    cache = ValidationCache()
+    memo, read = CheckMemo(), SpecFiles()  # shared by the share's checks: each file read once
     out: list[list[Problem] | None] = []
     for path in files:
-        if store is not None:  # what each check reads matters only to a result that is kept
+        if disk_cache is not None:  # what each check reads matters only to a result that is kept
             validate_cache.start_recording()
         try:
             if path.name == "claims.yaml":
-                validate_claims(path)
+                validate_claims(path, read)
             else:
-                check_spec(path, [], schemas, trials=True, cache=cache)
+                check_spec(path, [], schemas, trials=True, memo=memo, files=read)
             out.append(None)
         except SpecError as error:
             out.append(list(error.problems))
-        if store is None:
+        if disk_cache is None:
             continue
         reads = validate_cache.stop_recording()
         if not schemas.live_used:
             problems = out[-1] or []
-            store.put(path, reads, str(SpecError(problems)) if problems else None, [p.to_json() for p in problems])
+            disk_cache.put(path, reads, str(SpecError(problems)) if problems else None, [p.to_json() for p in problems])
     return out

@@ -2,13 +2,13 @@
 machine finds there by its spec hash.
 
 - Every finished run uploads its result as MLflow artifacts: `result/result.json` (the metrics
-  and hashes the local cache holds) and `result/final.ckpt` (its final weights), then gets the
+  and hashes the result cache holds) and `result/final.ckpt` (its final weights), then gets the
   tag `expspec.result = stored`. A staged spec's parent run uploads only `result.json`; each
-  stage's weights are in its own run. On a local store `final.ckpt` is a hard link to the cache's
+  stage's weights are in its own run. On a local store `final.ckpt` is a hard link to the result cache's
   file (`log_file`), so the weights take their space once.
 - `fetch_result(hash, operative)` finds the newest FINISHED run of the spec's experiment with that
-  spec hash and a stored result, and downloads it into the local cache (`result_cache.cache_dir()`),
-  where the next lookup finds it: the local cache is a front of the store, never the only copy.
+  spec hash and a stored result, and downloads it into the result cache (`result_cache.cache_dir()`),
+  where the next lookup finds it: the result cache is a front of the store, never the only copy.
   `init: {spec}` and `exp reproduce` obtain their runs this way (`runner.obtain`); a sweep's
   skip-finished logic reads the store's FINISHED runs by spec hash already.
 - The resume checkpoint (`checkpoints/resume.ckpt`) is uploaded each time it is written when the
@@ -16,7 +16,7 @@ machine finds there by its spec hash.
   RUN_ID` on another machine downloads it (`fetch_resume_checkpoint`).
 
 Downloads land in a temporary folder beside their place and are renamed into it, so two processes
-sharing one cache never read a half-written file.
+sharing one result cache never read a half-written file.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def find_run(client: MlflowClient, paper: str, spec_hash: str) -> Any | None:
 
 def fetch_result(spec_hash: str, operative: dict[str, Any]) -> RunResult | None:
     """The stored result of a finished run with this hash in the spec's store, downloaded into
-    the local cache (its checkpoint a local path); None when the store has none."""
+    the result cache (its checkpoint a local path); None when the store has none."""
     from framework.tracking import client as store_client
 
     mlflow_client = store_client(operative["tracking"]["uri"])
@@ -119,7 +119,7 @@ def fetch_result(spec_hash: str, operative: dict[str, Any]) -> RunResult | None:
 
 
 def _download(mlflow_client: MlflowClient, run: Any, paper: str) -> RunResult | None:
-    from framework.result_cache import RunResult, cache_dir, store_result
+    from framework.result_cache import RunResult, cache_dir, save_result
 
     run_id = run.info.run_id
     with tempfile.TemporaryDirectory(prefix="expspec-fetch-") as scratch:
@@ -137,7 +137,7 @@ def _download(mlflow_client: MlflowClient, run: Any, paper: str) -> RunResult | 
     elif result.checkpoint:
         result.checkpoint = str(_download_file(mlflow_client, run_id, f"{RESULT_DIR}/final.ckpt",
                                                cache_dir() / result.spec_hash / "final.ckpt"))
-    store_result(result)
+    save_result(result)
     print(f"result of spec hash {result.spec_hash} fetched from run {run_id} in the store "
           f"{mlflow_client.tracking_uri}", file=sys.stderr, flush=True)
     return result

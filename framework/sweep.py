@@ -109,7 +109,7 @@ def run_sweep(
 
 def search_locally(spec_path: str | Path, overrides: list[str], jobs: int, isolate: str, echo: Any) -> SweepResult:
     """`exp sweep` of an `optuna:` search without `--queue`: one worker on a journal file beside
-    the local cache (`.expspec/optuna.journal`), so a second invocation continues the same study."""
+    the result cache (`.expspec/optuna.journal`), so a second invocation continues the same study."""
     from framework.queue_worker import Worker
     from framework.result_cache import cache_dir
 

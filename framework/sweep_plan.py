@@ -12,6 +12,7 @@ from framework.errors import Problem, SpecError
 from framework.loader import apply_overrides, load_spec
 from framework.marked_yaml import Loaded
 from framework.plan import SweepChecker, Trial, validate_plan
+from framework.spec import SpecHasher
 
 
 def plan_trials(spec_path: str | Path, overrides: list[str]) -> tuple[list[Trial], list[str], dict[str, Any]]:
@@ -37,9 +38,8 @@ class SweepPlan:
             mark = checker.unresolved.value_mark(())
             raise SpecError([Problem(mark, ("sweep",), "this spec has no 'sweep:' section; use `exp run`")])
         self.upstreams: dict[tuple[Path, tuple[str, ...]], str] = {}
-        # The section texts the trials' hashes share (framework.spec.spec_hash): the checker's
-        # operative specs share their unchanged sections, which nothing changes.
-        self.texts: dict[Any, Any] = {}
+        # The checker's operative specs share their unchanged sections, which nothing changes.
+        self.hasher = SpecHasher()
         self.hashes: list[str] = []
         problems = checker.check(lambda units: self.hashes.append(self.units_hash(units)))
         if problems:
@@ -51,13 +51,14 @@ class SweepPlan:
         """The hash of a trial's units (of spec `path`, default the sweep's)."""
         from framework.runner import plan_hash
 
-        return plan_hash(units, path or self.spec_path, self.upstream_hash, self.texts)
+        return plan_hash(units, path or self.spec_path, self.upstream_hash, self.hasher)
 
     def upstream_hash(self, other: Path, init_overrides: list[str]) -> str:
         """An `init: {spec}` upstream's hash, computed once per (spec, overrides)."""
         key = (other.resolve(), tuple(init_overrides))
         if key not in self.upstreams:
-            units = validate_plan(load_spec(other, init_overrides), self.checker.schemas, self.checker.cache)
+            units = validate_plan(load_spec(other, init_overrides, files=self.checker.files), self.checker.schemas,
+                                  self.checker.memo)
             self.upstreams[key] = self.units_hash(units, other)
         return self.upstreams[key]
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from framework.invocation import RunContext
 from framework.marked_yaml import dump_line
 from framework.run_context import SystemMetrics, context_tags, log_context, package_version
 
@@ -39,9 +40,12 @@ _MAX_PARAM = 6000  # MLflow's limit on a param value's length
 
 def tracking_uri(uri: str | None = None) -> str:
     """The MLflow store to use: `uri` (a spec's `tracking.uri`, a `--tracking-uri` argument) when
-    given, else $MLFLOW_TRACKING_URI when set and non-empty, else `sqlite:///mlflow.db` in the
+    given, else the store of the command's context ($MLFLOW_TRACKING_URI when set and non-empty,
+    or `exp rerun --tracking-uri`: framework/invocation.py), else `sqlite:///mlflow.db` in the
     working directory. Every command resolves its store here."""
-    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    from framework.invocation import current
+
+    return uri or current().tracking_uri or DEFAULT_URI
 
 
 def client(uri: str | None = None) -> MlflowClient:
@@ -107,7 +111,7 @@ def experiment_id(mlflow_client: MlflowClient, name: str) -> str:
 def process_tags() -> dict[str, str]:
     """Where this run lives: host and process id (for `Tracker.reap_orphans`), and, when torch is
     imported, the intra-op thread count the run set and the vector instructions its CPU kernels
-    use (`expspec.cpu_capability`: AVX2 under framework.CPU_NUMERICS; two runs' CPU numbers are
+    use (`expspec.cpu_capability`: AVX2 under framework.invocation.pin_cpu_numerics; two runs' CPU numbers are
     comparable to the last bit only when it is the same)."""
     tags = {"expspec.host": socket.gethostname(), "expspec.pid": str(os.getpid())}
     torch = sys.modules.get("torch")
@@ -219,21 +223,15 @@ def package_versions() -> dict[str, str]:
     return {name: package_version(name) for name in PACKAGES}
 
 
-def run_tags_from_env() -> dict[str, str]:
-    """Tags a launcher gives the run it starts, as a JSON object in $EXPSPEC_RUN_TAGS (read once:
-    a queued sweep trial's study and index, a SLURM job's id)."""
-    import json
-
-    return {str(k): str(v) for k, v in json.loads(os.environ.pop("EXPSPEC_RUN_TAGS", "") or "{}").items()}
-
-
 class Tracker:
     """One MLflow run of one operative spec (or the parent run of stages or of a sweep).
 
     Args:
         parent_run_id: Nest this run under another (`mlflow.parentRunId`): stages under their
-            spec's run, sweep trials under the sweep's run. Default: $EXPSPEC_PARENT_RUN_ID.
+            spec's run. Default: the context's (a sweep trial under the sweep's run).
         kind: A word the run name adds after the spec's name (`sweep` for a sweep's parent run).
+        context: What the command that starts this run was told (framework/invocation.py): its
+            parent run, name, launcher's tags and the run it reruns. Default: none of them.
     """
 
     def __init__(
@@ -245,10 +243,12 @@ class Tracker:
         parent_run_id: str | None = None,
         extra_tags: dict[str, str] | None = None,
         kind: str = "",
+        context: RunContext | None = None,
     ) -> None:
         self.operative, self.spec_path, self.spec_hash, self.overrides = operative, spec_path, spec_hash, overrides
         self.kind = kind
-        self.parent_run_id = parent_run_id or os.environ.get("EXPSPEC_PARENT_RUN_ID") or None
+        self.context = context or RunContext()
+        self.parent_run_id = parent_run_id or self.context.parent_run_id
         self.extra_tags = extra_tags or {}
         self.uri = tracking_uri(operative["tracking"]["uri"])
         self.client = client(self.uri)
@@ -311,8 +311,7 @@ class Tracker:
         op = self.operative
         experiment = experiment_id(self.client, op["paper"])
         describe_experiment(self.client, experiment, self.spec_path)
-        given = os.environ.pop("EXPSPEC_RUN_NAME", None)  # a sweep names its trials
-        run_name = given or self.run_name(experiment)
+        run_name = self.context.run_name or self.run_name(experiment)  # a sweep names its trials
         tags = {
             **context_tags(self.spec_path),
             "mlflow.runName": run_name,
@@ -323,12 +322,12 @@ class Tracker:
             **{f"expspec.version.{k}": v for k, v in package_versions().items()},
             **process_tags(),
             **self.extra_tags,
-            **run_tags_from_env(),
+            **self.context.run_tags,
         }
         if self.parent_run_id:
             tags[PARENT_TAG] = self.parent_run_id
-        if os.environ.get("EXPSPEC_RERUN_OF"):
-            tags["expspec.rerun_of"] = os.environ["EXPSPEC_RERUN_OF"]
+        if self.context.rerun_of:
+            tags["expspec.rerun_of"] = self.context.rerun_of
         if op["description"]:
             tags["mlflow.note.content"] = op["description"]
         state = git_state()

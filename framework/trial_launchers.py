@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from framework.invocation import child_environ, current
 from framework.plan import Trial
 from framework.sweep_plan import sets_threads
 
@@ -41,9 +42,11 @@ PRELOAD = ["framework.warm"]
 
 class TrialLauncher:
     """Runs each trial as `exp run SPEC OVERRIDES... TRIAL-OVERRIDES... hardware.threads=N` in a
-    process of its own, a child run of the parent (through $EXPSPEC_PARENT_RUN_ID); it reports
-    its result in a JSON file ($EXPSPEC_RESULT_FILE) and its output goes to a log file, whose last
-    line is the message of a failed trial. `hardware.threads=N` (the tool's choice) is left out
+    process of its own, a child run of the parent; it reports its result in a JSON file and its
+    output goes to a log file, whose last `error: ...` line (else its last line) is the message
+    of a failed trial. What a trial is told (the parent run, its name, its result file, the
+    stores of the context this launcher was made in) is its run context, its environment at its
+    start (`framework.invocation.child_environ`). `hardware.threads=N` (the tool's choice) is left out
     when the user's overrides or the trial's own set hardware.threads: an explicit value wins.
     Subclasses say how the process starts: `TrialProcesses` (a fresh interpreter) or
     `ForkedTrials` (forked from a warm server)."""
@@ -53,6 +56,7 @@ class TrialLauncher:
         self.spec_path, self.overrides, self.parent_run_id = spec_path, overrides, parent_run_id
         self.name, self.threads = name, threads
         self.workdir = Path(tempfile.mkdtemp(prefix="expspec-sweep-"))
+        self.trial_context = current().for_other_run()
         self.running: dict[int, Any] = {}
         self.stopped = False
 
@@ -61,12 +65,12 @@ class TrialLauncher:
         threads = [] if sets_threads(given) else [f"hardware.threads={self.threads}"]
         return ["run", str(self.spec_path), *given, *threads]
 
-    def run(self, i: int, trial: Trial, extra_env: dict[str, str] | None = None) -> TrialOutcome:
-        """Run trial `i` to its end (called from a worker thread); `extra_env` adds to its environment."""
+    def run(self, i: int, trial: Trial, told: dict[str, Any] | None = None) -> TrialOutcome:
+        """Run trial `i` to its end (called from a worker thread); `told`: more fields of its run
+        context (`run_tags`, `optuna_trial`: framework/invocation.py)."""
         result_file, log_file = self.workdir / f"{i}.json", self.workdir / f"{i}.log"
-        env = {**os.environ, "EXPSPEC_PARENT_RUN_ID": self.parent_run_id, "EXPSPEC_RESULT_FILE": str(result_file),
-               "EXPSPEC_RUN_NAME": trial.name, **(extra_env or {})}
-        env.pop("EXPSPEC_RUN_ID", None)
+        env = child_environ(self.trial_context.but(parent_run_id=self.parent_run_id, result_file=str(result_file),
+                                                   run_name=trial.name, **(told or {})))
         start = time.perf_counter()
         try:
             self.running[i] = self.start(self.argv(trial), env, log_file)
@@ -80,8 +84,10 @@ class TrialLauncher:
             data = json.loads(result_file.read_text())
             return TrialOutcome(trial, FINISHED, data["run_id"], data["metrics"], seconds)
         lines = [line for line in log_file.read_text().splitlines() if line.strip()] if log_file.is_file() else []
-        # died of a signal: its last line is whatever it printed before (a progress line), not why
-        message = lines[-1] if lines and code >= 0 else _exit_text(code)
+        # Its `error: ...` line says why (framework.cli prints a hint after it); died of a signal:
+        # its last line is whatever it printed before (a progress line), not why.
+        errors = [line for line in lines if line.startswith("error: ")]
+        message = (errors or lines)[-1] if lines and code >= 0 else _exit_text(code)
         return TrialOutcome(trial, _status(code), None, {}, seconds, message)
 
     def stop(self) -> None:
@@ -139,8 +145,9 @@ class ForkedTrials(TrialLauncher):
       `torch.set_num_threads`.
     - A trial is a process of its own: a crash, `os._exit` or SIGKILL ends that trial only
       (FAILED or KILLED, and the sweep goes on); SIGTERM ends it as Ctrl-C does (its run KILLED).
-    - A trial gets the environment and working directory this process has when the trial starts
-      (the server's are those of its own start), its output goes to its log file, and it runs
+    - A trial gets the environment this process has when the trial starts, with its run context
+      written in (`child_environ`), and this process's working directory (the server's are those
+      of its own start); its output goes to its log file, and it runs
       `framework.cli.main` with the same arguments as `TrialProcesses`: same checks, same code,
       same numbers (a test compares the metrics of both). It exits without the interpreter's
       tear-down (multiprocessing ends forked children with os._exit, after flushing output).

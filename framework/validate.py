@@ -236,7 +236,7 @@ class _Checker:
             return None
 
 
-class ValidationCache:
+class CheckMemo:
     """What the specs of one command and the trials of a sweep (`framework.plan.SweepChecker`)
     share, checked once, each by value: the key is JSON text in the order written, so 1, 1.0 and
     true differ and the operative spec keeps its order (a value JSON cannot write is checked every
@@ -249,7 +249,8 @@ class ValidationCache:
       a node).
 
     Only results without problems are kept (a problem's location is the caller's); the results
-    handed out are shared and must not be mutated."""
+    handed out are shared and must not be mutated. In memory, for one process: not the validate
+    cache (framework/validate_cache.py, on disk)."""
 
     LIMIT = 10_000  # entries; past it, results are still correct, just not kept
 
@@ -300,16 +301,16 @@ def _node_shape(value: Any) -> Any:
     return [type(item).__name__ for item in value] if isinstance(value, list) else type(value).__name__
 
 
-def validate(loaded: Loaded, schemas: Schemas, cache: ValidationCache | None = None) -> dict[str, Any]:
+def validate(loaded: Loaded, schemas: Schemas, memo: CheckMemo | None = None) -> dict[str, Any]:
     """Check a loaded spec; return the operative spec or raise one SpecError with every problem.
-    With `cache`, what was checked before is not checked again (see ValidationCache)."""
+    With `memo`, what was checked before is not checked again (see CheckMemo)."""
     checker = _Checker(loaded, schemas)
-    check = partial(cache.node, checker) if cache else checker.node
+    check = partial(memo.node, checker) if memo else checker.node
     data = loaded.data
     if not isinstance(data, dict):
         raise SpecError([Problem(loaded.value_mark(()), (), "a spec must be a mapping of sections")])
-    if cache:
-        dumped = cache.sections(checker, data)
+    if memo:
+        dumped = memo.sections(checker, data)
     else:
         spec = checker.sections(data)
         dumped = spec.model_dump(mode="json") if spec is not None else None
@@ -345,11 +346,12 @@ def _default_metrics(schemas: Schemas, task: Any) -> list[str]:
 
 
 def logged_metrics(templates: list[str], nodes: dict[str, Any]) -> list[str]:
-    """The metric keys a task logs for these nodes, from its `x-logs` templates ({stage},
-    {metric}, {term}: see components/tasks/supervised.py)."""
+    """The metric keys a task logs for these nodes, from its `x-logs` templates ({split},
+    {metric}, {term}: see components/tasks/supervised.py; {stage} is the old spelling of {split})."""
     metrics = [m["type"] for m in nodes.get("metrics") or [] if isinstance(m, dict)]
     terms = (nodes.get("loss") or {}).get("terms")
-    values = {"stage": ["train", "val", "test"], "metric": metrics, "term": list(terms) if isinstance(terms, dict) else []}
+    splits = ["train", "val", "test"]
+    values = {"split": splits, "stage": splits, "metric": metrics, "term": list(terms) if isinstance(terms, dict) else []}
     keys: list[str] = []
     for template in templates:
         fields = [f for f in values if "{" + f + "}" in template]

@@ -18,11 +18,11 @@ A result is reused only when all of these are as they were when it was computed:
 - the spelling of the path on the command line and the current directory (messages show the path as
   given, and `init.checkpoint` is read relative to the current directory).
 A check that read a component's live signature (a plugin's, or one missing from the committed
-schema) depends on that component's code and is not stored, nor is any later check of the same
+schema) depends on that component's code and is not cached, nor is any later check of the same
 command (a node checked once is reused by later specs, so they may rest on it without reading it). Entries are JSON files written
 atomically (a temporary file renamed), so concurrent commands never read half an entry; a
-damaged entry is a miss. Where: `<EXPSPEC_CACHE_DIR or .expspec/cache>/validate/`, next to the run
-results (framework/result_cache.py `cache_dir`).
+damaged entry is a miss. Where: `<EXPSPEC_CACHE_DIR or .expspec/cache>/validate/`, next to the result
+cache (framework/result_cache.py `cache_dir`).
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def note_read(path: Any, data: bytes | None) -> None:
-    """Called by the loader for every file it reads (None: it could not)."""
+def note_read(path: Any, content: str | None) -> None:
+    """Called by the loader each time a check uses a file it read: `content` is the `digest` of
+    its bytes (None: it could not be read)."""
     if _READS is not None:
-        _READS[str(path)] = None if data is None else digest(data)
+        _READS[str(path)] = content
 
 
 def note_exists(path: Any) -> bool:
@@ -111,7 +112,7 @@ def _stats(folder: str, names: list[str]) -> list[str]:
     return out
 
 
-class ResultCache:
+class ValidateCache:
     """Entries of one `exp validate` command (one fingerprint, one current directory)."""
 
     def __init__(self, folder: Path | None = None) -> None:
@@ -128,7 +129,7 @@ class ResultCache:
         return self.folder / f"{digest((self.salt + str(path)).encode())}.json"
 
     def get(self, path: Path) -> dict[str, Any] | None:
-        """The stored result of checking `path` ({"text": the error's text or None, "problems":
+        """The cached result of checking `path` ({"text": the error's text or None, "problems":
         the problems as `--format json` writes them}), or None when there is none or a dependency
         changed."""
         try:
@@ -143,7 +144,7 @@ class ResultCache:
         return {"text": entry.get("text"), "problems": entry.get("problems", [])}
 
     def put(self, path: Path, reads: dict[str, str | None], text: str | None, problems: list[dict]) -> None:
-        """Store a result (atomically; a cache that cannot be written is skipped silently: it only
+        """Write a result (atomically; a cache that cannot be written is skipped silently: it only
         saves time)."""
         import tempfile
 

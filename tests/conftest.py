@@ -1,13 +1,13 @@
 """Shared fixtures: every test that runs a spec tracks into one throwaway sqlite store.
 
 The suite runs in parallel (`pytest -n 2`, pytest-xdist, `--dist loadgroup`): each worker has its
-own session store and temporary folders. Tests that share the upstream-result cache run on one
+own session store and temporary folders. Tests that share the result cache run on one
 worker (the xdist group "upstream"), so an upstream spec trains once per test session, not once
 per worker, and no two processes write one cache entry at once.
 
-framework is imported first, so its AVX2 pin of torch's CPU kernels (framework.CPU_NUMERICS) is
-set before any test module computes: the claim checks run in the test process, and their README
-tables are the numbers of AVX2 kernels.
+torch's CPU kernels are pinned to AVX2 here, before any test module computes
+(framework/invocation.py, `pin_cpu_numerics`): the claim checks run in the test process, and their
+README tables are the numbers of AVX2 kernels.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from typing import Any, Callable
 
 import pytest
 
-import framework  # noqa: F401  (first: see above)
+from framework.invocation import pin_cpu_numerics
+
+pin_cpu_numerics()  # first: see above
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -26,7 +28,7 @@ SPECS = ROOT / "specs"
 @pytest.fixture(autouse=True)
 def fresh_validation(monkeypatch: pytest.MonkeyPatch) -> None:
     """`exp validate` checks every file in tests: a test that changes a component table in-process
-    must not be answered by a result another test stored. The result cache itself
+    must not be answered by a result another test cached. The validate cache itself
     (framework/validate_cache.py) is tested in tests/framework/test_validate_cache.py."""
     monkeypatch.setenv("EXPSPEC_VALIDATE_CACHE", "0")
 

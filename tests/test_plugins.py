@@ -126,9 +126,9 @@ def test_a_spec_naming_a_plugin_component_validates_and_runs(plugin_site: Path, 
     assert 0.0 <= run.data.metrics["test/accuracy"] <= 1.0
 
 
-def test_a_validation_that_read_a_plugin_signature_is_not_stored(plugin_site: Path, tmp_path: Path) -> None:
+def test_a_validation_that_read_a_plugin_signature_is_not_cached(plugin_site: Path, tmp_path: Path) -> None:
     """Its result depends on the plugin's code, which the validate cache does not fingerprint
-    (framework/validate_cache.py); a spec of this repository's own components is stored."""
+    (framework/validate_cache.py); a spec of this repository's own components is cached."""
     spec = tmp_path / "lab.yaml"
     spec.write_text(textwrap.dedent(SPEC).lstrip())
     own = tmp_path / "own.yaml"

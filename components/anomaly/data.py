@@ -54,7 +54,7 @@ class AnomalyData(ArrayDataModule):
         if not self.transductive:
             return pool
         # Separate dicts: the base standardizes each split's "x" in place of the entry.
-        return {stage: dict(pool) for stage in ("train", "val", "test")}
+        return {split: dict(pool) for split in ("train", "val", "test")}
 
 
 def collective_manifold(

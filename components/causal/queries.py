@@ -278,9 +278,9 @@ class CausalQueries(ArrayDataModule):
                             for text, score in pieces] for pieces in answers]
             train.append(self.arrays(prompts, answers, depths, level))
         splits = {"train": {k: np.concatenate([part[k] for part in train]) for k in train[0]}}
-        for stage, count in (("val", self.num_val), ("test", self.num_test)):
+        for split, count in (("val", self.num_val), ("test", self.num_test)):
             prompts, answers, depths = self.examples(rng, self.test_nodes, count, self.test_depths, seen)
-            splits[stage] = self.arrays(prompts, answers, depths, len(self.levels))
+            splits[split] = self.arrays(prompts, answers, depths, len(self.levels))
         return splits
 
     def train_dataloader(self) -> DataLoader:

@@ -20,7 +20,7 @@ from components.types import NonNegativeInt, PositiveInt, ProperFraction
 
 
 Arrays = dict[str, np.ndarray]
-STAGES = ("train", "val", "test")
+SPLITS = ("train", "val", "test")
 
 
 class TensorDictDataset(Dataset):
@@ -182,7 +182,7 @@ class ArrayDataModule(L.LightningDataModule):
                 "val": order[n_test : n_test + n_val],
                 "train": order[n_test + n_val :],
             }
-            return {stage: {k: np.asarray(v)[idx] for k, v in pool.items()} for stage, idx in parts.items()}
+            return {split: {k: np.asarray(v)[idx] for k, v in pool.items()} for split, idx in parts.items()}
         splits = dict(loaded)
         if "train" not in splits or "test" not in splits:
             raise ValueError(f"load() must return a pool or train/test splits, got keys {sorted(splits)}")
@@ -207,7 +207,7 @@ class ArrayDataModule(L.LightningDataModule):
                 part["x"] = (np.asarray(part["x"], dtype=np.float64) - mean) / std
         if self.standardize_target:
             self._standardize_target(splits)
-        self._splits = {stage: _to_tensors(arrays) for stage, arrays in splits.items()}
+        self._splits = {split: _to_tensors(arrays) for split, arrays in splits.items()}
 
     def _standardize_target(self, splits: dict[str, Arrays]) -> None:
         y = np.asarray(splits["train"]["y"])
@@ -219,11 +219,11 @@ class ArrayDataModule(L.LightningDataModule):
         for part in splits.values():
             part["y"] = ((np.asarray(part["y"]) - self.target_mean) / self.target_std).astype(y.dtype)
 
-    def split(self, stage: str) -> dict[str, torch.Tensor]:
+    def split(self, split: str) -> dict[str, torch.Tensor]:
         """The tensors of one split ("train", "val", "test"), loading on first use."""
         self.setup()
         assert self._splits is not None
-        return self._splits[stage]
+        return self._splits[split]
 
     def info(self) -> dict[str, int]:
         """Sizes the builder checks against the spec: in_features or in_channels, and
@@ -236,16 +236,16 @@ class ArrayDataModule(L.LightningDataModule):
         elif x.ndim == 4:
             info["in_channels"] = int(x.shape[1])
         if y.dtype == torch.long:
-            all_y = torch.cat([self.split(s)["y"] for s in STAGES])
+            all_y = torch.cat([self.split(s)["y"] for s in SPLITS])
             info["num_classes"] = int(all_y.max()) + 1
         else:
             info["num_targets"] = 1 if y.ndim == 1 else int(y.shape[1])
         return info
 
-    def _loader(self, stage: str) -> DataLoader:
-        dataset = TensorDictDataset(self.split(stage))
+    def _loader(self, split: str) -> DataLoader:
+        dataset = TensorDictDataset(self.split(split))
         kwargs = dict(num_workers=self.num_workers, collate_fn=keep_batch, persistent_workers=self.num_workers > 0)
-        if stage == "train":
+        if split == "train":
             return train_loader(dataset, self.batch_size, **kwargs)
         return DataLoader(dataset, batch_size=self.batch_size, **kwargs)
 

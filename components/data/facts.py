@@ -143,8 +143,8 @@ class CorruptedFacts(ArrayDataModule):
 
     def load(self) -> dict[str, Arrays]:
         rng = np.random.default_rng(self.seed)
-        return {stage: self.kb.answers(rng, count, self.corruption_rate, self.corrupted_facts)
-                for stage, count in self.sizes.items()}
+        return {split: self.kb.answers(rng, count, self.corruption_rate, self.corrupted_facts)
+                for split, count in self.sizes.items()}
 
     def info(self) -> dict[str, int]:
         """vocab_size and seq_len, which `language_modeling` checks against the model."""

@@ -80,12 +80,12 @@ class FashionMNIST(ArrayDataModule):
         root = find_root(self.root, "EXPSPEC_FASHION_MNIST_DIR", ["/usr/share/datasets/fashion-mnist"],
                           FASHION_FILES, "Fashion-MNIST", ", or `apt-get install dataset-fashion-mnist`")
         splits = {}
-        for stage, prefix in (("train", "train"), ("test", "t10k")):
+        for split, prefix in (("train", "train"), ("test", "t10k")):
             x = read_idx(root / f"{prefix}-images-idx3-ubyte.gz").astype(np.float32) / 255.0
             y = read_idx(root / f"{prefix}-labels-idx1-ubyte.gz").astype(np.int64)
-            if stage == "train" and self.train_subset:
+            if split == "train" and self.train_subset:
                 x, y = x[: self.train_subset], y[: self.train_subset]
-            splits[stage] = {"x": x.reshape(len(x), -1) if self.flatten else x[:, None], "y": y}
+            splits[split] = {"x": x.reshape(len(x), -1) if self.flatten else x[:, None], "y": y}
         return splits
 
 
@@ -150,7 +150,7 @@ class CIFAR(ArrayDataModule):
         mean = np.array(CIFAR_MEAN[self.name], dtype=np.float32)[None, :, None, None]
         std = np.array(CIFAR_STD[self.name], dtype=np.float32)[None, :, None, None]
         splits = {}
-        for stage, files in (("train", train_files), ("test", test_files)):
+        for split, files in (("train", train_files), ("test", test_files)):
             xs, ys = [], []
             for name in files:
                 with open(base / folder / name, "rb") as f:
@@ -158,7 +158,7 @@ class CIFAR(ArrayDataModule):
                 xs.append(np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
                 ys.append(np.asarray(batch[label_key], dtype=np.int64))
             x = (np.concatenate(xs).astype(np.float32) / 255.0 - mean) / std
-            splits[stage] = {"x": x, "y": np.concatenate(ys)}
+            splits[split] = {"x": x, "y": np.concatenate(ys)}
         return splits
 
     def train_dataloader(self) -> DataLoader:

@@ -78,8 +78,8 @@ class MQAR(ArrayDataModule):
 
     def load(self) -> dict[str, Arrays]:
         rng = np.random.default_rng(self.seed)
-        return {stage: mqar_sequences(rng, count, self.seq_len, self.vocab_size, self.num_pairs)
-                for stage, count in self.sizes.items()}
+        return {split: mqar_sequences(rng, count, self.seq_len, self.vocab_size, self.num_pairs)
+                for split, count in self.sizes.items()}
 
     def info(self) -> dict[str, int]:
         """vocab_size and seq_len, which the `language_modeling` task checks against the model."""

@@ -94,8 +94,8 @@ class SpikeAdding(ArrayDataModule):
 
     def load(self) -> dict[str, Arrays]:
         rng = np.random.default_rng(self.seed)
-        return {stage: spike_adding_samples(rng, count, self.templates, self.steps, self.rate_off)
-                for stage, count in self.sizes.items()}
+        return {split: spike_adding_samples(rng, count, self.templates, self.steps, self.rate_off)
+                for split, count in self.sizes.items()}
 
     def info(self) -> dict[str, int]:
         """in_features (channels), num_classes (2 num_digits - 1) and seq_len, which the

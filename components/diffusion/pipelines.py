@@ -110,7 +110,7 @@ class DiffusersPipeline(nn.Module):
 
     Args:
         family: Architecture: "sd21", "sdxl" or "flux".
-        model_id: Hugging Face id looked up in the local cache (null: the family's public base model).
+        model_id: Hugging Face id looked up in the Hugging Face cache (null: the family's public base model).
         local_dir: A diffusers-format folder to load instead of the cache.
         revision: Revision in the cache (null: the cached main).
         random_init: Build from the shipped configs with random weights (no weights needed).

@@ -5,7 +5,7 @@ Two paradigms any diffusion paper can reuse:
 - `diffusion_training`: the DDPM objective. For a batch {"x", optional "cond"}, draw t uniformly
   and noise eps, form x_t with the model's own noise schedule (`model.noise_scheduler()`, a
   diffusers scheduler with `add_noise`), and regress model(x_t, t, cond) on eps (or on v, or x0,
-  per the schedule's `prediction_type`) with a mean squared error. Logs `<stage>/loss`.
+  per the schedule's `prediction_type`) with a mean squared error. Logs `<split>/loss`.
 - `sampling`: no training (`phases: [test]` or `[predict]`). Each batch of prompts is handed to
   a registered sampler (`samplers` table) as sampler(model, batch) -> outputs dict; the metrics
   are updated with (outputs, batch) and logged as `test/<name>`; the first batches' images (and
@@ -140,10 +140,10 @@ class Sampling(L.LightningModule):
     def configure_optimizers(self) -> None:
         return None
 
-    def _sample(self, batch: Any, batch_idx: int, stage: str) -> dict[str, Any]:
+    def _sample(self, batch: Any, batch_idx: int, split: str) -> dict[str, Any]:
         outputs = self.sampler(self.model, batch)
         if self.log_images and batch_idx < self.log_batches:
-            self._log_grids(outputs, f"{stage}_batch{batch_idx}")
+            self._log_grids(outputs, f"{split}_batch{batch_idx}")
         return outputs
 
     def test_step(self, batch: Any, batch_idx: int) -> None:

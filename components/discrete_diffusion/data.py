@@ -82,7 +82,7 @@ class HierarchicalLanguage(ArrayDataModule):
 
     def load(self) -> dict[str, Arrays]:
         rng = np.random.default_rng(self.seed)
-        return {stage: {"x": self.sequences(rng, count)} for stage, count in self.sizes.items()}
+        return {split: {"x": self.sequences(rng, count)} for split, count in self.sizes.items()}
 
     def info(self) -> dict[str, int]:
         """vocab_size and seq_len, which the diffusion task checks against the model."""

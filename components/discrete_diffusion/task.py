@@ -18,12 +18,12 @@ first V entries are read. No time input: the number of hidden positions tells th
 (MDLM trains without one).
 
 Batches: {"x": token ids (B, L)}. Logged: `train/loss` (NELBO per token + regularizer), and for
-val and test `<stage>/nelbo`: the CT-ELBO bound on -log p(x) in nats per token, estimated with
+val and test `<split>/nelbo`: the CT-ELBO bound on -log p(x) in nats per token, estimated with
 `eval_repeats` stratified times per sequence and noise drawn from `eval_seed` (the same times for
-every objective). For `hdlm` and `lhdlm` on data with a planted partition also `<stage>/ari`,
-`<stage>/gamma_entropy_function`, `<stage>/gamma_entropy_content`, `<stage>/gamma_entropy_gap`,
-`<stage>/largest_cluster_share`
-and `<stage>/cluster_information` (`hierarchy_report`).
+every objective). For `hdlm` and `lhdlm` on data with a planted partition also `<split>/ari`,
+`<split>/gamma_entropy_function`, `<split>/gamma_entropy_content`, `<split>/gamma_entropy_gap`,
+`<split>/largest_cluster_share`
+and `<split>/cluster_information` (`hierarchy_report`).
 """
 
 from __future__ import annotations
@@ -64,9 +64,9 @@ class DiscreteDiffusionLM(L.LightningModule):
         eval_seed: Seed of the validation / test noise (times, masks, clusters).
     """
 
-    LOGGED_METRICS = ("train/loss", "{stage}/nelbo", "{stage}/ari", "{stage}/gamma_entropy_function",
-                      "{stage}/gamma_entropy_content", "{stage}/gamma_entropy_gap", "{stage}/largest_cluster_share",
-                      "{stage}/cluster_information")
+    LOGGED_METRICS = ("train/loss", "{split}/nelbo", "{split}/ari", "{split}/gamma_entropy_function",
+                      "{split}/gamma_entropy_content", "{split}/gamma_entropy_gap", "{split}/largest_cluster_share",
+                      "{split}/cluster_information")
 
     def __init__(
         self,
@@ -138,12 +138,12 @@ class DiscreteDiffusionLM(L.LightningModule):
         log_loss(self, "train", loss, len(x))
         return loss
 
-    def _eval_step(self, batch: dict[str, torch.Tensor], batch_idx: int, stage: str) -> None:
+    def _eval_step(self, batch: dict[str, torch.Tensor], batch_idx: int, split: str) -> None:
         x = batch["x"].repeat(self.eval_repeats, 1)
         generator = torch.Generator().manual_seed(self.eval_seed * 100_003 + batch_idx)
         nelbo = self.nelbo(x, diffusion_times(len(x), x.device, generator), generator).mean() / x.shape[1]
-        self.log(f"{stage}/nelbo", nelbo, on_epoch=True, batch_size=len(batch["x"]), sync_dist=True,
-                 prog_bar=stage == "val")
+        self.log(f"{split}/nelbo", nelbo, on_epoch=True, batch_size=len(batch["x"]), sync_dist=True,
+                 prog_bar=split == "val")
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self._eval_step(batch, batch_idx, "val")
@@ -157,13 +157,13 @@ class DiscreteDiffusionLM(L.LightningModule):
     def on_test_epoch_end(self) -> None:
         self._log_hierarchy("test")
 
-    def _log_hierarchy(self, stage: str) -> None:
+    def _log_hierarchy(self, split: str) -> None:
         planted = self._planted()
         if self.cluster_map is None or planted is None or self.trainer.sanity_checking:
             return
         function_cluster = self.trainer.datamodule.function_cluster
         for name, value in hierarchy_report(self.cluster_map.gamma(), planted, function_cluster).items():
-            self.log(f"{stage}/{name}", value)
+            self.log(f"{split}/{name}", value)
 
     def configure_optimizers(self) -> Any:
         if self.optimizer_factory is None:

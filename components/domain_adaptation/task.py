@@ -88,8 +88,8 @@ class GradualDomainAdaptation(L.LightningModule):
             (FlowGDA's encoder is always frozen; only for gradual/direct self-training).
     """
 
-    LOGGED_METRICS = ("train/loss", "train/loss.{part}", "{stage}/target_accuracy", "{stage}/source_accuracy",
-                      "{stage}/intermediate_accuracy")
+    LOGGED_METRICS = ("train/loss", "train/loss.{part}", "{split}/target_accuracy", "{split}/source_accuracy",
+                      "{split}/intermediate_accuracy")
 
     def __init__(self, model: nn.Module, optimizer: Callable[..., torch.optim.Optimizer],
                  scheduler: Callable[..., dict[str, Any]] | None = None, method: Method = "source_only",
@@ -206,14 +206,14 @@ class GradualDomainAdaptation(L.LightningModule):
         return parts
 
     # -- evaluation ------------------------------------------------------------------------------
-    def evaluate(self, batch: dict[str, torch.Tensor], stage: str) -> None:
+    def evaluate(self, batch: dict[str, torch.Tensor], split: str) -> None:
         x, y = batch["x"], batch["y"]
         correct = (self.model(x.flatten(0, 1)).argmax(-1).unflatten(0, x.shape[:2]) == y).float()
         size = len(x)
-        self.log(f"{stage}/source_accuracy", correct[:, 0].mean(), on_epoch=True, batch_size=size, sync_dist=True)
-        self.log(f"{stage}/target_accuracy", correct[:, -1].mean(), on_epoch=True, batch_size=size, sync_dist=True)
+        self.log(f"{split}/source_accuracy", correct[:, 0].mean(), on_epoch=True, batch_size=size, sync_dist=True)
+        self.log(f"{split}/target_accuracy", correct[:, -1].mean(), on_epoch=True, batch_size=size, sync_dist=True)
         if x.shape[1] > 2:
-            self.log(f"{stage}/intermediate_accuracy", correct[:, 1:-1].mean(), on_epoch=True, batch_size=size,
+            self.log(f"{split}/intermediate_accuracy", correct[:, 1:-1].mean(), on_epoch=True, batch_size=size,
                      sync_dist=True)
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:

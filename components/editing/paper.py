@@ -76,7 +76,7 @@ class InstructPix2PixEditor(nn.Module):
     """InstructPix2Pix from local weights (module docstring); edit(images, instructions) -> images.
 
     Args:
-        model_id: Hugging Face id looked up in the local cache.
+        model_id: Hugging Face id looked up in the Hugging Face cache.
         local_dir: A diffusers-format folder to load instead of the cache.
         revision: Revision in the cache (null: the cached main).
         dtype: Weights and compute dtype.
@@ -114,7 +114,7 @@ class AgenticVLMJudge:
     judge(source, edited, instructions) -> {"implemented", "unintended"} (B,) in [0, 1].
 
     Args:
-        model_id: Hugging Face id looked up in the local cache.
+        model_id: Hugging Face id looked up in the Hugging Face cache.
         local_dir: A folder with config.json and the weights to load instead of the cache.
         revision: Revision in the cache.
         dtype: Weights dtype.

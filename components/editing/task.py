@@ -97,8 +97,8 @@ class LatentEditRL(L.LightningModule):
     """
 
     LOGGED_METRICS = ("train/loss", "train/reward", "train/edit_success", "train/unintended_rate",
-                      "{stage}/edit_success", "{stage}/unintended_rate", "{stage}/outside_mask_change",
-                      "{stage}/latent_l1", "{stage}/reward")
+                      "{split}/edit_success", "{split}/unintended_rate", "{split}/outside_mask_change",
+                      "{split}/latent_l1", "{split}/reward")
 
     def __init__(
         self,
@@ -173,7 +173,7 @@ class LatentEditRL(L.LightningModule):
             self.log(f"train/{name}", value, on_step=True, on_epoch=False, batch_size=b)
         return loss
 
-    def _evaluate(self, batch: dict[str, torch.Tensor], stage: str) -> None:
+    def _evaluate(self, batch: dict[str, torch.Tensor], split: str) -> None:
         z, source, policy = self._source(batch)
         delta = self.latent_scale * policy.mean
         edited = self.model.decode(z + delta)
@@ -184,7 +184,7 @@ class LatentEditRL(L.LightningModule):
                   "outside_mask_change": change, "latent_l1": delta.abs().sum(1),
                   "reward": self.reward(verdict["implemented"], verdict["unintended"])}
         for name, value in values.items():
-            self.log(f"{stage}/{name}", value.mean(), on_epoch=True, batch_size=len(z))
+            self.log(f"{split}/{name}", value.mean(), on_epoch=True, batch_size=len(z))
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self._evaluate(batch, "val")

@@ -9,9 +9,9 @@ images *and* on their (detached) reconstructions, since the oracle judges decode
 editing specs load the result with `init: {spec: world.yaml, overrides: ['seed=${seed}']}`: one
 world per seed.
 
-Logged: `train/loss` per step; `<stage>/loss`, `<stage>/recon_mse` (mean squared pixel error of the
-reconstruction from the latent mean), `<stage>/oracle_acc` (mean over factors, on the images) and
-`<stage>/oracle_acc_recon` (on the reconstructions) per validation / test epoch.
+Logged: `train/loss` per step; `<split>/loss`, `<split>/recon_mse` (mean squared pixel error of the
+reconstruction from the latent mean), `<split>/oracle_acc` (mean over factors, on the images) and
+`<split>/oracle_acc_recon` (on the reconstructions) per validation / test epoch.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class WorldPretraining(L.LightningModule):
         scheduler: Learning-rate scheduler factory, or None.
     """
 
-    LOGGED_METRICS = ("train/loss", "{stage}/loss", "{stage}/recon_mse", "{stage}/oracle_acc", "{stage}/oracle_acc_recon")
+    LOGGED_METRICS = ("train/loss", "{split}/loss", "{split}/recon_mse", "{split}/oracle_acc", "{split}/oracle_acc_recon")
 
     def __init__(self, model: nn.Module, optimizer: Callable[..., torch.optim.Optimizer],
                  scheduler: Callable[..., dict[str, Any]] | None = None) -> None:
@@ -85,15 +85,15 @@ class WorldPretraining(L.LightningModule):
         log_loss(self, "train", loss, len(batch["x"]))
         return loss
 
-    def _evaluate(self, batch: dict[str, torch.Tensor], stage: str) -> None:
+    def _evaluate(self, batch: dict[str, torch.Tensor], split: str) -> None:
         loss, recon = self._loss(batch)
         x, y, size = batch["x"], batch["y"], len(batch["x"])
-        log_loss(self, stage, loss, size)
+        log_loss(self, split, loss, size)
         values = {"recon_mse": (recon - x).pow(2).mean(),
                   "oracle_acc": (self.model.oracle.predict(x) == y).float().mean(),
                   "oracle_acc_recon": (self.model.oracle.predict(recon) == y).float().mean()}
         for name, value in values.items():
-            self.log(f"{stage}/{name}", value, on_epoch=True, batch_size=size)
+            self.log(f"{split}/{name}", value, on_epoch=True, batch_size=size)
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self._evaluate(batch, "val")

@@ -1,7 +1,7 @@
 """Autoencoder training: fit any model that states its own objective as `loss_terms(x)`.
 
 The model's `loss_terms(batch["x"])` returns a dict with "loss" (what is minimised) and any other
-named scalars; each is logged as `<stage>/<name>` (`train/loss` per step, the rest per epoch), so a
+named scalars; each is logged as `<split>/<name>` (`train/loss` per step, the rest per epoch), so a
 VAE logs `val/reconstruction` and `val/kl`. `ConvVAE` (components/generative/vae.py) is one such model.
 """
 
@@ -34,14 +34,14 @@ class Autoencoding(L.LightningModule):
         self.model = model
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
 
-    def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
+    def _step(self, batch: dict[str, torch.Tensor], split: str) -> torch.Tensor:
         terms = self.model.loss_terms(batch["x"])
         size = len(batch["x"])
-        log_loss(self, stage, terms["loss"], size)
+        log_loss(self, split, terms["loss"], size)
         for name, value in terms.items():
             if name != "loss":
-                self.log(f"{stage}/{name}", value, on_step=False, on_epoch=True, batch_size=size,
-                         sync_dist=stage != "train")
+                self.log(f"{split}/{name}", value, on_step=False, on_epoch=True, batch_size=size,
+                         sync_dist=split != "train")
         return terms["loss"]
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:

@@ -27,8 +27,8 @@ Batches: {"x": ids (B, L), "labels": (B, L) float in [0, 1] (soft labels allowed
 answer tokens to score} (`corrupted_facts`, `token_label_file`). A token counts as hallucinated
 when its label is > 0.5.
 
-Logged, over the answer tokens of a whole split: `<stage>/token_auroc`; `<stage>/token_f1`,
-`<stage>/token_precision`, `<stage>/token_recall` at the threshold `<stage>/threshold`. The
+Logged, over the answer tokens of a whole split: `<split>/token_auroc`; `<split>/token_f1`,
+`<split>/token_precision`, `<split>/token_recall` at the threshold `<split>/threshold`. The
 threshold is the one that maximizes token F1 on the validation split: for val, its own; for test,
 chosen on the validation split with the final model at the start of testing (so test F1 never
 sees test labels). The scores are gathered on the process that scored them: with several
@@ -110,8 +110,8 @@ class TokenHallucinationDetection(L.LightningModule):
             in the BCE: the importance weight of the rare class.
     """
 
-    LOGGED_METRICS = ("train/loss", "val/loss", "test/loss", "{stage}/token_auroc", "{stage}/token_f1",
-                      "{stage}/token_precision", "{stage}/token_recall", "{stage}/threshold")
+    LOGGED_METRICS = ("train/loss", "val/loss", "test/loss", "{split}/token_auroc", "{split}/token_f1",
+                      "{split}/token_precision", "{split}/token_recall", "{split}/threshold")
 
     check_data = staticmethod(LanguageModeling.check_data)
 
@@ -184,19 +184,19 @@ class TokenHallucinationDetection(L.LightningModule):
         log_loss(self, "train", loss, len(batch["x"]))
         return loss
 
-    def _eval_step(self, batch: dict[str, torch.Tensor], stage: str) -> None:
+    def _eval_step(self, batch: dict[str, torch.Tensor], split: str) -> None:
         logits, scores = self.logits_and_scores(batch)
         if logits is not None:
-            log_loss(self, stage, self.loss(logits, batch), len(batch["x"]))
-        self._keep(stage, scores, batch)
+            log_loss(self, split, self.loss(logits, batch), len(batch["x"]))
+        self._keep(split, scores, batch)
 
-    def _keep(self, stage: str, scores: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:
+    def _keep(self, split: str, scores: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:
         """Keep the scores and binary targets of the batch's answer tokens for the epoch's report."""
         mask = batch["mask"].bool()
-        self._collected.setdefault(stage, []).append((scores[mask].float().cpu(), batch["labels"][mask].gt(0.5).cpu()))
+        self._collected.setdefault(split, []).append((scores[mask].float().cpu(), batch["labels"][mask].gt(0.5).cpu()))
 
-    def _collect(self, stage: str) -> tuple[torch.Tensor, torch.Tensor]:
-        parts = self._collected.pop(stage, [])
+    def _collect(self, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+        parts = self._collected.pop(split, [])
         return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
@@ -224,10 +224,10 @@ class TokenHallucinationDetection(L.LightningModule):
         scores, targets = self._collect("test")
         self._log_report("test", scores, targets, self.test_threshold)
 
-    def _log_report(self, stage: str, scores: torch.Tensor, targets: torch.Tensor, threshold: float) -> None:
+    def _log_report(self, split: str, scores: torch.Tensor, targets: torch.Tensor, threshold: float) -> None:
         for name, value in token_scores_report(scores, targets, threshold).items():
-            self.log(f"{stage}/{name}", value, prog_bar=name == "token_f1")
-        self.log(f"{stage}/threshold", threshold)
+            self.log(f"{split}/{name}", value, prog_bar=name == "token_f1")
+        self.log(f"{split}/threshold", threshold)
 
     def configure_optimizers(self) -> Any:
         if self.head is None or self.optimizer_factory is None:

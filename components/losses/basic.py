@@ -97,7 +97,7 @@ class WeightedSum(nn.Module):
     CvM term however the terms are ordered.
 
     After each call, `last_terms` maps each term's name to its unweighted value (detached), for
-    the task to log as ``<stage>/loss.<name>``; a term that is itself a weighted sum adds its own
+    the task to log as ``<split>/loss.<name>``; a term that is itself a weighted sum adds its own
     terms as ``<name>.<its term>``.
 
     Args:

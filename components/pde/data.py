@@ -93,13 +93,13 @@ class PDETrajectories(ArrayDataModule):
         n_val = max(1, int(round(len(u) * self.val_fraction)))
         parts = {"test": order[:n_test], "val": order[n_test:n_test + n_val], "train": order[n_test + n_val:]}
         self.scale = float(u[parts["train"]].std())
-        return {stage: self.examples(u[rows] / self.scale, family[rows], stage) for stage, rows in parts.items()}
+        return {split: self.examples(u[rows] / self.scale, family[rows], split) for split, rows in parts.items()}
 
-    def examples(self, u: np.ndarray, family: np.ndarray, stage: str) -> Arrays:
+    def examples(self, u: np.ndarray, family: np.ndarray, split: str) -> Arrays:
         """The examples of one split's trajectories (N, T, grid), per `sample` (module docstring)."""
         if self.sample == "snapshots":
             return {"x": u.reshape(-1, 1, self.grid), "family": np.repeat(family, u.shape[1])}
-        if stage == "test":
+        if split == "test":
             return {"x": u[:, :, None, :], "family": family}
         starts = range(u.shape[1] - self.window + 1)
         x = np.concatenate([u[:, s:s + self.window] for s in starts])[:, :, None, :]

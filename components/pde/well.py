@@ -42,13 +42,13 @@ def split_files(root: Path, dataset: str) -> dict[str, list[Path]]:
     """The .hdf5 files of each split under root/datasets/<dataset>/data/, or a FileNotFoundError
     naming the first folder that is missing or empty."""
     files = {}
-    for stage, folder in SPLITS.items():
+    for split, folder in SPLITS.items():
         where = root / "datasets" / dataset / "data" / folder
         found = sorted(where.glob("*.hdf5")) + sorted(where.glob("*.h5"))
         if not found:
             raise FileNotFoundError(f"the_well: no .hdf5 files in {where}. Get them with `the-well-download "
                                     f"--base-path {root} --dataset {dataset}` (pip install the_well). Nothing is downloaded.")
-        files[stage] = found
+        files[split] = found
     return files
 
 
@@ -109,21 +109,21 @@ class TheWell(ArrayDataModule):
         self.families = (dataset,)
 
     def load(self) -> dict[str, Arrays]:
-        u = {stage: resize(np.concatenate([read_fields(p, self.fields, self.max_trajectories) for p in paths]), self.size)
-             for stage, paths in self.files.items()}
+        u = {split: resize(np.concatenate([read_fields(p, self.fields, self.max_trajectories) for p in paths]), self.size)
+             for split, paths in self.files.items()}
         axes = (0, 1, 3, 4)
         mean, std = u["train"].mean(axes, keepdims=True)[0], u["train"].std(axes, keepdims=True)[0]
         std[std == 0] = 1.0
         out = {}
-        for stage, fields in u.items():
+        for split, fields in u.items():
             fields = (fields - mean) / std
             if self.sample == "snapshots":
-                out[stage] = {"x": fields.reshape(-1, *fields.shape[2:])}
-            elif stage == "test":
-                out[stage] = {"x": fields[:, :self.num_frames]}
+                out[split] = {"x": fields.reshape(-1, *fields.shape[2:])}
+            elif split == "test":
+                out[split] = {"x": fields[:, :self.num_frames]}
             else:
                 starts = range(fields.shape[1] - self.window + 1)
-                out[stage] = {"x": np.concatenate([fields[:, s:s + self.window] for s in starts])}
+                out[split] = {"x": np.concatenate([fields[:, s:s + self.window] for s in starts])}
         return out
 
     def info(self) -> dict[str, int]:

@@ -15,8 +15,8 @@ loss(x_hat, {"x": x, "y": x})); after each optimizer step the decoder atoms are 
 the first training batch b_dec starts at that batch's mean.
 
 Logged: `train/loss`, `train/fvu` (per batch), `train/l0`; for val and test, on fresh vectors:
-`<stage>/fvu` (fraction of variance unexplained), `<stage>/explained_variance`, `<stage>/mse`,
-`<stage>/l0` (mean active latents per vector) and `<stage>/dead_fraction` (latents that never fire
+`<split>/fvu` (fraction of variance unexplained), `<split>/explained_variance`, `<split>/mse`,
+`<split>/l0` (mean active latents per vector) and `<split>/dead_fraction` (latents that never fire
 on that split).
 """
 
@@ -86,7 +86,7 @@ class SAETraining(L.LightningModule):
         self.sae, self.model, self.loss = sae, model, loss
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.site, self.skip_positions, self.save_model_weights = site, skip_positions, save_model_weights
-        self.stage_fvu = nn.ModuleDict({s: FractionOfVarianceUnexplained() for s in ("val", "test")})
+        self.split_fvu = nn.ModuleDict({s: FractionOfVarianceUnexplained() for s in ("val", "test")})
         self.register_buffer("bias_initialized", torch.tensor(False))
         self._fired: dict[str, torch.Tensor] = {}
 
@@ -173,24 +173,24 @@ class SAETraining(L.LightningModule):
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         self.sae.normalize_decoder()
 
-    def _eval_step(self, batch: dict[str, torch.Tensor], stage: str) -> None:
+    def _eval_step(self, batch: dict[str, torch.Tensor], split: str) -> None:
         x = batch["x"].float()
         z, x_hat, _ = self._reconstruct(x)
         size = len(x)
-        self.stage_fvu[stage].update(x_hat, {"x": x})
-        self.log(f"{stage}/mse", (x - x_hat).pow(2).sum(1).mean(), on_epoch=True, batch_size=size, sync_dist=True)
-        self.log(f"{stage}/l0", (z > 0).float().sum(1).mean(), on_epoch=True, batch_size=size, sync_dist=True)
+        self.split_fvu[split].update(x_hat, {"x": x})
+        self.log(f"{split}/mse", (x - x_hat).pow(2).sum(1).mean(), on_epoch=True, batch_size=size, sync_dist=True)
+        self.log(f"{split}/l0", (z > 0).float().sum(1).mean(), on_epoch=True, batch_size=size, sync_dist=True)
         fired = (z > 0).any(0)
-        self._fired[stage] = fired if stage not in self._fired else self._fired[stage] | fired
+        self._fired[split] = fired if split not in self._fired else self._fired[split] | fired
 
-    def _eval_epoch_end(self, stage: str) -> None:
-        fvu = self.stage_fvu[stage].compute()
-        self.stage_fvu[stage].reset()
-        self.log(f"{stage}/fvu", fvu, prog_bar=stage == "val")
-        self.log(f"{stage}/explained_variance", 1.0 - fvu)
-        fired = self._fired.pop(stage, None)
+    def _eval_epoch_end(self, split: str) -> None:
+        fvu = self.split_fvu[split].compute()
+        self.split_fvu[split].reset()
+        self.log(f"{split}/fvu", fvu, prog_bar=split == "val")
+        self.log(f"{split}/explained_variance", 1.0 - fvu)
+        fired = self._fired.pop(split, None)
         if fired is not None:
-            self.log(f"{stage}/dead_fraction", 1.0 - fired.float().mean())
+            self.log(f"{split}/dead_fraction", 1.0 - fired.float().mean())
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self._eval_step(batch, "val")

@@ -3,10 +3,10 @@
 The model maps token ids (B, L) to logits (B, L, V); the task flattens positions into the batch,
 so outputs (B*L, V) and batch["y"] (B*L,) reach the loss and metrics exactly as in
 `classification` (`cross_entropy`, `accuracy`, ... apply unchanged), and are logged as there
-(`Supervised.log_step`: loss, named loss terms, metrics); besides, `<stage>/bits_per_token`
+(`Supervised.log_step`: loss, named loss terms, metrics); besides, `<split>/bits_per_token`
 (cross-entropy in bits, whatever the loss) for val and test.
 
-Stage one of `sae_replay` (specs/sae_replay/): the tiny character LM whose activations the SAEs
+Split one of `sae_replay` (specs/sae_replay/): the tiny character LM whose activations the SAEs
 are trained on.
 """
 
@@ -42,15 +42,15 @@ class LanguageModeling(Supervised):
             problems.append(("max_len", f"is {max_len} but the data has seq_len = {seq_len}"))
         return problems
 
-    def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
+    def _step(self, batch: dict[str, torch.Tensor], split: str) -> torch.Tensor:
         logits = self.model(batch["x"])
         if logits.ndim != 3:
             raise ValueError(f"language_modeling: the model must return logits (B, L, V), got {tuple(logits.shape)}")
         flat = logits.reshape(-1, logits.shape[-1])
         flat_batch = {**batch, "y": batch["y"].reshape(-1)}
         loss = self.loss(flat, flat_batch)
-        self.log_step(stage, loss, flat, flat_batch)
-        if stage != "train":
+        self.log_step(split, loss, flat, flat_batch)
+        if split != "train":
             bits = F.cross_entropy(flat.detach(), flat_batch["y"]) / math.log(2)
-            self.log(f"{stage}/bits_per_token", bits, on_epoch=True, batch_size=len(batch["x"]), sync_dist=True)
+            self.log(f"{split}/bits_per_token", bits, on_epoch=True, batch_size=len(batch["x"]), sync_dist=True)
         return loss

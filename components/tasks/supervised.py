@@ -1,9 +1,9 @@
-"""Supervised fit: outputs = model(batch["x"]); loss(outputs, batch); metrics per stage.
+"""Supervised fit: outputs = model(batch["x"]); loss(outputs, batch); metrics per split.
 
-Logged keys: `train/loss` per step; `<stage>/loss`, `<stage>/<metric>` per epoch for train, val and
-test; for a loss with named terms (`weighted_sum`), `<stage>/loss.<term>` too.
+Logged keys: `train/loss` per step; `<split>/loss`, `<split>/<metric>` per epoch for train, val and
+test; for a loss with named terms (`weighted_sum`), `<split>/loss.<term>` too.
 
-Cadence of the metrics (`log_step`, `log_epoch_metrics`): each step only updates the stage's metrics (torchmetrics
+Cadence of the metrics (`log_step`, `log_epoch_metrics`): each step only updates the split's metrics (torchmetrics
 `update`, cheap); the value is computed when it is logged. Val and test metrics are logged once,
 at epoch end. Train metrics are logged at Lightning's logging interval (`trainer.log_every_n_steps`):
 the value over the epoch's training batches so far, under `train/<metric>`; and at epoch end the
@@ -89,13 +89,13 @@ def optimizers_config(
     return {"optimizer": built, "lr_scheduler": scheduler(built, total_steps=total)}
 
 
-def log_loss(module: L.LightningModule, stage: str, loss: torch.Tensor, batch_size: int) -> None:
+def log_loss(module: L.LightningModule, split: str, loss: torch.Tensor, batch_size: int) -> None:
     """`train/loss` per step (on the progress bar); `val/loss` and `test/loss` per epoch, averaged
     over DDP ranks (val on the progress bar). Every task that logs a loss logs it this way."""
-    if stage == "train":
+    if split == "train":
         module.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=batch_size)
     else:
-        module.log(f"{stage}/loss", loss, on_epoch=True, prog_bar=stage == "val", batch_size=batch_size,
+        module.log(f"{split}/loss", loss, on_epoch=True, prog_bar=split == "val", batch_size=batch_size,
                    sync_dist=True)
 
 
@@ -138,10 +138,10 @@ class Supervised(L.LightningModule):
         self.model, self.loss = model, loss
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         metrics = metrics or {}
-        # One clone per stage; ModuleDict keys may not shadow nn.Module attributes such as `train`.
-        self.stage_metrics = nn.ModuleDict({
-            f"{stage}_metrics": nn.ModuleDict({k: copy.deepcopy(m) for k, m in metrics.items()})
-            for stage in (("train", "val", "test") if train_metrics else ("val", "test"))
+        # One clone per split; ModuleDict keys may not shadow nn.Module attributes such as `train`.
+        self.split_metrics = nn.ModuleDict({
+            f"{split}_metrics": nn.ModuleDict({k: copy.deepcopy(m) for k, m in metrics.items()})
+            for split in (("train", "val", "test") if train_metrics else ("val", "test"))
         })
 
     @staticmethod
@@ -152,43 +152,43 @@ class Supervised(L.LightningModule):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.model(x)
 
-    def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
+    def _step(self, batch: dict[str, torch.Tensor], split: str) -> torch.Tensor:
         outputs = self.model(batch["x"])
         loss = self.loss(outputs, batch)
-        self.log_step(stage, loss, outputs, batch)
+        self.log_step(split, loss, outputs, batch)
         return loss
 
-    def log_step(self, stage: str, loss: torch.Tensor, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:
-        """Log a step as the module docstring says: the loss, its named terms, and the stage's
+    def log_step(self, split: str, loss: torch.Tensor, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:
+        """Log a step as the module docstring says: the loss, its named terms, and the split's
         metrics updated with (outputs, batch). Subclasses that reshape outputs call it too."""
         size = len(batch["x"])
-        log_loss(self, stage, loss, size)
+        log_loss(self, split, loss, size)
         for term, value in getattr(self.loss, "last_terms", {}).items():
-            self.log(f"{stage}/loss.{term}", value, on_step=False, on_epoch=True, batch_size=size,
-                     sync_dist=stage != "train")  # epoch values are averaged over DDP ranks
-        metrics = self.metrics_of(stage)
+            self.log(f"{split}/loss.{term}", value, on_step=False, on_epoch=True, batch_size=size,
+                     sync_dist=split != "train")  # epoch values are averaged over DDP ranks
+        metrics = self.metrics_of(split)
         outputs = outputs.detach()
         for name, metric in metrics.items():
-            if stage == "train" and self.log_train_metrics == "step":
+            if split == "train" and self.log_train_metrics == "step":
                 # forward: updates the epoch's state and returns this batch's own value
                 self.log(f"train/{name}_step", metric(outputs, batch), on_step=True, on_epoch=False, batch_size=size)
             else:
                 metric.update(outputs, batch)
-        if stage == "train" and metrics and at_logging_step(self):
+        if split == "train" and metrics and at_logging_step(self):
             for name, metric in metrics.items():
                 self.log(f"train/{name}", metric.compute(), on_step=True, on_epoch=False, batch_size=size)
 
-    def metrics_of(self, stage: str) -> dict[str, Any]:
-        """The stage's metrics (none for train with `train_metrics: false`)."""
-        return dict(self.stage_metrics[f"{stage}_metrics"]) if f"{stage}_metrics" in self.stage_metrics else {}
+    def metrics_of(self, split: str) -> dict[str, Any]:
+        """The split's metrics (none for train with `train_metrics: false`)."""
+        return dict(self.split_metrics[f"{split}_metrics"]) if f"{split}_metrics" in self.split_metrics else {}
 
-    def log_epoch_metrics(self, stage: str) -> None:
-        """Log the stage's metric objects at epoch end: Lightning computes them over the epoch
+    def log_epoch_metrics(self, split: str) -> None:
+        """Log the split's metric objects at epoch end: Lightning computes them over the epoch
         (synchronized over DDP ranks by torchmetrics) and resets them for the next epoch. A metric
-        with no update this epoch (a stage that ran no batch) logs nothing."""
-        for name, metric in self.metrics_of(stage).items():
+        with no update this epoch (a split that ran no batch) logs nothing."""
+        for name, metric in self.metrics_of(split).items():
             if metric.update_called:
-                self.log(f"{stage}/{name}", metric, on_step=False, on_epoch=True)
+                self.log(f"{split}/{name}", metric, on_step=False, on_epoch=True)
 
     def on_train_epoch_end(self) -> None:
         self.log_epoch_metrics("train")
@@ -217,10 +217,10 @@ class Classification(Supervised):
     for two classes with a single-logit loss such as `bce`)."""
 
     # Every metric key this task logs (the module docstring), for `exp validate` to check a
-    # callback's `monitor` without importing torch: {stage} is train, val or test, {metric} each
+    # callback's `monitor` without importing torch: {split} is train, val or test, {metric} each
     # metric's type, {term} each named term of the loss. Declared by each class for itself (read
     # from the class, not inherited: a subclass may log more).
-    LOGGED_METRICS = ("{stage}/loss", "{stage}/loss.{term}", "{stage}/{metric}", "train/{metric}_step")
+    LOGGED_METRICS = ("{split}/loss", "{split}/loss.{term}", "{split}/{metric}", "train/{metric}_step")
 
     @staticmethod
     def check_data(info: dict[str, int], model_args: dict[str, Any]) -> list[tuple[str, str]]:

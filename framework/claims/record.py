@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import math
-import os
 import random
 import subprocess
 import tempfile
@@ -292,21 +291,14 @@ def compare(rec: Recorded, metrics: dict[str, float], rules: list[Any]) -> list[
 @contextlib.contextmanager
 def throwaway_store() -> Iterator[Path]:
     """Run in a new, empty MLflow store and result cache (for this process and the trials it
-    starts): recorded runs are runs of the code as it is now, not cached from older code."""
-    keys = ("MLFLOW_TRACKING_URI", "EXPSPEC_CACHE_DIR", "EXPSPEC_RUNS_DIR")
-    before = {k: os.environ.get(k) for k in keys}
+    starts: the stores of the active run context, framework/invocation.py): recorded runs are
+    runs of the code as it is now, not cached from older code."""
+    from framework.invocation import current, use
+
     with tempfile.TemporaryDirectory(prefix="expspec-record-") as tmp:
-        os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp}/mlflow.db"
-        os.environ["EXPSPEC_CACHE_DIR"] = f"{tmp}/cache"
-        os.environ["EXPSPEC_RUNS_DIR"] = f"{tmp}/runs"
-        try:
+        with use(current().but(tracking_uri=f"sqlite:///{tmp}/mlflow.db", cache_dir=Path(tmp) / "cache",
+                               runs_dir=Path(tmp) / "runs")):
             yield Path(tmp)
-        finally:
-            for k, v in before.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def _threads(run_id: str | None) -> int | None:

@@ -66,7 +66,7 @@ from framework.claims.evidence import DEFAULT_LEVEL
 from framework.claims.expressions import parse_check, used_aliases
 from framework.discovery import CLAIMS_FILE
 from framework.errors import Problem, SpecError
-from framework.loader import apply_overrides, load_file, load_spec
+from framework.loader import SpecFiles, apply_overrides, load_file, load_spec
 from framework.marked_yaml import Loaded
 from framework.validate_cache import note_exists
 
@@ -150,21 +150,22 @@ def in_tier(tier: str, full: bool) -> bool:
     return full or tier == DEFAULT_TIER
 
 
-def load_claims(folder: str | Path) -> tuple[ClaimsFile, Loaded]:
+def load_claims(folder: str | Path, files: SpecFiles | None = None) -> tuple[ClaimsFile, Loaded]:
     """Read and check `<folder>/claims.yaml`: its structure, that `paper` is the folder's name,
     that every run's spec file exists, that every check parses and reads only declared runs, and
     that no default-tier claim reads a full-tier run. One SpecError lists every problem, each at
-    its file:line:col."""
+    its file:line:col. `files`: the files the command has read (`framework.loader.SpecFiles`)."""
+    files = files or SpecFiles()
     path = Path(folder) / CLAIMS_FILE
     if not path.is_file():
         raise SpecError([Problem(None, (), f"{path}: no claims file (a paper folder states its claims in {CLAIMS_FILE})")])
-    loaded = load_file(path, shape="a claims file is a mapping with 'paper', 'runs' and 'claims'")
+    loaded = load_file(path, shape="a claims file is a mapping with 'paper', 'runs' and 'claims'", files=files)
     claims = _structure(loaded)
     reads, problems = _checks(claims, loaded)  # the runs each check reads, by claim index
     problems = _paper_and_runs(claims, loaded, path.parent) + problems
     problems += _kinds_and_controls(claims, loaded, reads)
     if not problems:
-        problems += _headline_seeds(claims, loaded, path.parent, reads)
+        problems += _headline_seeds(claims, loaded, path.parent, reads, files)
     if problems:
         raise SpecError(problems)
     return claims, loaded
@@ -285,13 +286,13 @@ def _control_problems(claim: Claim, index: int, runs: dict[str, RunRef], loaded:
 
 
 def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path,
-                    reads: dict[int, set[str]]) -> list[Problem]:
+                    reads: dict[int, set[str]], files: SpecFiles) -> list[Problem]:
     """Every run a headline claim reads is a sweep over >= MIN_SEEDS seeds whose upstream specs,
     if any, follow the trial's seed (upstreams of upstreams too). Each run is looked at once, and
     each (spec, overrides) loaded once, however many headline claims read it."""
     problems = []
     found: dict[str, tuple[list[Any], str | None]] = {}  # alias -> (seeds, upstream pinning one seed)
-    loads: dict[tuple[Path, tuple[str, ...]], Any] = {}
+    loads = _Loads(files)
     for i, claim in enumerate(claims.claims):
         if not claim.is_headline:
             continue
@@ -312,9 +313,9 @@ def _headline_seeds(claims: ClaimsFile, loaded: Loaded, folder: Path,
     return problems
 
 
-def _seeds_and_pinning(spec: Path, overrides: list[str], loads: dict[Any, Any]) -> tuple[list[Any], str | None]:
+def _seeds_and_pinning(spec: Path, overrides: list[str], loads: _Loads) -> tuple[list[Any], str | None]:
     """The run's `sweep.seeds`, and (with >= MIN_SEEDS of them) its upstream that keeps one seed."""
-    raw = load_file(spec)
+    raw = load_file(spec, files=loads.files)
     apply_overrides(raw, overrides)
     seeds = ((raw.data.get("sweep") or {}).get("seeds")) or []
     if len(seeds) < MIN_SEEDS:
@@ -330,29 +331,36 @@ def _inits(data: dict[str, Any]) -> list[tuple[str, Any]]:
             *((name, (s or {}).get("init")) for name, s in stages.items() if isinstance(s, dict))]
 
 
-def _loaded_data(spec: Path, overrides: list[str], loads: dict[Any, Any]) -> Any:
-    """`load_spec(spec, overrides).data`, once per (spec, overrides) in `loads`; a spec that does
-    not load raises its SpecError each time. The data is shared: read it, never change it."""
-    key = (spec, tuple(overrides))
-    if key not in loads:
-        try:
-            loads[key] = load_spec(spec, overrides).data
-        except SpecError as error:
-            loads[key] = error
-    if isinstance(loads[key], SpecError):
-        raise loads[key]
-    return loads[key]
+class _Loads:
+    """`load_spec(spec, overrides).data`, once per (spec, overrides) of one claims file, its files
+    read through the command's `files`; a spec that does not load raises its SpecError each time.
+    The data is shared: read it, never change it."""
+
+    def __init__(self, files: SpecFiles) -> None:
+        self.files = files
+        self._data: dict[tuple[Path, tuple[str, ...]], Any] = {}
+
+    def data(self, spec: Path, overrides: list[str]) -> Any:
+        key = (spec, tuple(overrides))
+        if key not in self._data:
+            try:
+                self._data[key] = load_spec(spec, overrides, files=self.files).data
+            except SpecError as error:
+                self._data[key] = error
+        if isinstance(self._data[key], SpecError):
+            raise self._data[key]
+        return self._data[key]
 
 
-def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str], loads: dict[Any, Any],
+def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str], loads: _Loads,
                            seen: frozenset[Path] = frozenset()) -> str | None:
     """The first upstream spec (`init: {spec}`, top level or in a stage, followed down its own
     upstreams) that comes out the same for two of the trial's seeds: `spec` loaded with the
     overrides `first` and `second` (two seeds), references resolved. Any way of following the seed
     counts (`seed=${seed}`, `data.seed=${seed}`, ...); None when every upstream follows it. A spec
-    that does not load is its own error, reported when it runs. `loads`: see `_loaded_data`."""
+    that does not load is its own error, reported when it runs."""
     try:
-        one, two = _loaded_data(spec, first, loads), _loaded_data(spec, second, loads)
+        one, two = loads.data(spec, first), loads.data(spec, second)
     except SpecError:
         return None
     for (where, init), (_, other) in zip(_inits(one), _inits(two)):
@@ -364,7 +372,7 @@ def _upstream_pinning_seed(spec: Path, first: list[str], second: list[str], load
         up_first = [str(o) for o in init.get("overrides") or []]
         up_second = [str(o) for o in other.get("overrides") or []]
         try:
-            same = _loaded_data(upstream, up_first, loads) == _loaded_data(upstream, up_second, loads)
+            same = loads.data(upstream, up_first) == loads.data(upstream, up_second)
         except SpecError:
             continue
         if same:

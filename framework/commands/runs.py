@@ -4,20 +4,20 @@ track. Each checks what it was given against the committed schema before torch i
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from framework.commands import EXIT_FAILED
+from framework.invocation import RunContext, use
 from framework.spec_check import check_spec
 
 
-def _print_result(result: Any) -> None:
+def _print_result(result: Any, context: RunContext) -> None:
     print(f"run {result.run_id} finished ({result.operative.get('paper', '')} / {result.operative.get('name', '')})")
     for key in sorted(result.metrics):
         print(f"  {key:40s} {result.metrics[key]:.4f}")
-    target = os.environ.get("EXPSPEC_RESULT_FILE")
+    target = context.result_file
     if target:  # `exp sweep` reads each trial's result from here
         import json
 
@@ -38,26 +38,27 @@ def where_results_are(result: Any) -> str:
              f"  MLflow store      {uri}  (experiment {result.operative.get('paper', '')}, run {result.run_id})",
              f"  artifacts         {run.info.artifact_uri}  (resolved_spec.yaml)",
              f"  Lightning files   {runs_dir() / run.info.experiment_id / result.run_id}  (resume.ckpt)",
-             f"  local cache       {cache_dir() / result.spec_hash}  (final weights, result.json)"]
+             f"  result cache      {cache_dir() / result.spec_hash}  (final weights, result.json)"]
     store = "" if uri == tracking_uri(None) else f" --tracking-uri {uri}"
     lines.append(f"look at it: exp ui{store}   (prints links to this experiment's runs table and compare view)")
     return "\n".join(lines)
 
 
-def note_base_only(spec: str, loaded: Any) -> None:
+def note_base_only(spec: str, loaded: Any, context: RunContext) -> None:
     """`exp run` on a spec with a `sweep:` runs the spec as written, not its trials: say so (not
     in a trial that `exp sweep` runs as `exp run SPEC <trial's overrides>`, a child run)."""
-    trial = os.environ.get("EXPSPEC_PARENT_RUN_ID")
-    if not trial and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
+    if not context.parent_run_id and isinstance(loaded.data, dict) and loaded.data.get("sweep") is not None:
         print(f"note: {spec} has a sweep; exp run runs its base spec only (the values written, no trial). "
               f"To run the trials: exp sweep {spec}", file=sys.stderr)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    note_base_only(args.spec, check_spec(args.spec, args.overrides))  # before torch is imported
+    context = RunContext.from_environ()  # the user's settings, and a sweep's hand-offs to its trial
+    note_base_only(args.spec, check_spec(args.spec, args.overrides), context)  # before torch is imported
     from framework.runner import run
 
-    _print_result(run(args.spec, args.overrides))
+    with use(context):
+        _print_result(run(args.spec, args.overrides, context), context)
     return 0
 
 
@@ -97,14 +98,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from framework.resume import resume
+    from framework.resume import rerun_context, resume
 
-    _print_result(resume(args.run_id, args.tracking_uri))
+    with use(rerun_context(args.tracking_uri, RunContext.from_environ())) as context:
+        _print_result(resume(args.run_id, args.tracking_uri, context=context), context)
     return 0
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    from framework.resume import rerun
+    from framework.resume import rerun, rerun_context
 
-    _print_result(rerun(args.run_id, args.tracking_uri))
+    with use(rerun_context(args.tracking_uri, RunContext.from_environ())) as context:
+        _print_result(rerun(args.run_id, args.tracking_uri, context), context)
     return 0

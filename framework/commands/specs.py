@@ -16,16 +16,16 @@ from framework.spec_check import check_files
 
 
 def _validate_results(files: list[Path], use_cache: bool) -> list[tuple[str | None, list[dict[str, Any]]]]:
-    """Each file's (error text or None, problems as `--format json` writes them): stored results
-    whose inputs did not change (framework/validate_cache.py), the rest checked (`check_files`)
-    and stored."""
-    from framework.validate_cache import ResultCache
+    """Each file's (error text or None, problems as `--format json` writes them): results from the
+    validate cache whose inputs did not change (framework/validate_cache.py), the rest checked
+    (`check_files`) and written to it."""
+    from framework.validate_cache import ValidateCache
 
-    store = ResultCache() if use_cache else None
-    stored = [store.get(path) if store else None for path in files]
-    checked = iter(check_files([path for path, hit in zip(files, stored) if hit is None], store))
+    validate_cache = ValidateCache() if use_cache else None
+    cached = [validate_cache.get(path) if validate_cache else None for path in files]
+    checked = iter(check_files([path for path, hit in zip(files, cached) if hit is None], validate_cache))
     results = []
-    for hit in stored:
+    for hit in cached:
         if hit is None:
             error = next(checked)
             hit = {"text": None if error is None else str(error),

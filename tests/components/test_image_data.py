@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from components.data.images import CIFAR, FashionMNIST, ImageFolder, _Augmented
+from components.data.images import CIFAR, FashionMNIST, ImageFolder
 
 
 def _write_idx(path: Path, array: np.ndarray) -> None:
@@ -47,13 +47,18 @@ def test_fashion_mnist_names_the_missing_files(tmp_path, monkeypatch):
         FashionMNIST(root=str(tmp_path)).setup()
 
 
-def test_cifar10_reads_pickle_batches_and_augments(tmp_path):
-    folder = tmp_path / "cifar-10-batches-py"
+def _fake_cifar10(root):
+    """Random CIFAR-10 pickle batches under `root`: 6 images per training batch, 4 test images."""
+    folder = root / "cifar-10-batches-py"
     folder.mkdir()
     rng = np.random.default_rng(0)
     for name, n in [*((f"data_batch_{i}", 6) for i in range(1, 6)), ("test_batch", 4)]:
         batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"labels": list(range(n))}
         (folder / name).write_bytes(pickle.dumps(batch))
+
+
+def test_cifar10_reads_pickle_batches_and_augments(tmp_path):
+    _fake_cifar10(tmp_path)
     torch.manual_seed(0)  # a run seeds torch; the training sampler's order derives from that seed
     data = CIFAR("cifar10", root=str(tmp_path), val_fraction=0.1, batch_size=8)
     assert data.info() == {"in_channels": 3, "num_classes": 6}
@@ -62,16 +67,24 @@ def test_cifar10_reads_pickle_batches_and_augments(tmp_path):
     assert batch["x"].shape == (8, 3, 32, 32) and batch["y"].shape == (8,)
 
 
-def test_random_crop_is_a_shifted_window_of_the_padded_image():
+def test_training_batches_are_shifted_windows_of_the_padded_images_maybe_flipped(tmp_path):
+    """CIFAR's augmentation, seen in its training batches: each image is a 32x32 window of the
+    image padded by 4 zero pixels on each side, mirrored left-right or not."""
+    _fake_cifar10(tmp_path)
     torch.manual_seed(0)
-    x = torch.arange(2 * 1 * 4 * 4, dtype=torch.float32).reshape(2, 1, 4, 4)
-    out = _Augmented({"x": x, "y": torch.zeros(2, dtype=torch.long)}, pad=1).__getitems__([0, 1])["x"]
-    assert out.shape == x.shape
-    for i in range(2):  # every output row is a (possibly flipped) run of a padded input row
-        padded = torch.nn.functional.pad(x[i, 0], [1, 1, 1, 1])
-        windows = {tuple(padded[r, c:c + 4].tolist()) for r in range(6) for c in range(3)}
-        windows |= {w[::-1] for w in windows}
-        assert all(tuple(row.tolist()) in windows for row in out[i, 0])
+    data = CIFAR("cifar10", root=str(tmp_path), val_fraction=0.1, batch_size=27)
+    images = torch.as_tensor(data.split("train")["x"])
+    padded = torch.nn.functional.pad(images, [4, 4, 4, 4])
+    out = next(iter(data.train_dataloader()))["x"]
+    assert out.shape == images.shape
+    shifts = set()
+    for image in out:
+        found = next(((dy, dx) for i in range(len(images)) for dy in range(9) for dx in range(9)
+                      if torch.equal(image, padded[i, :, dy:dy + 32, dx:dx + 32])
+                      or torch.equal(image, padded[i, :, dy:dy + 32, dx:dx + 32].flip(2))), None)
+        assert found is not None, "an augmented image that is no window of a padded training image"
+        shifts.add(found)
+    assert len(shifts) > 1  # the windows move
 
 
 def test_cifar_names_the_missing_files(tmp_path):

@@ -46,7 +46,7 @@ class _OneTermLoss(CrossEntropy):
 
 
 def test_logs_loss_terms_and_metrics_as_classification_does():
-    """The step's logging is Supervised.log_step's: loss, named loss terms, metrics per stage."""
+    """The step's logging is Supervised.log_step's: loss, named loss terms, metrics per split."""
     L.seed_everything(0, verbose=False)
     data = CharText(seq_len=8, batch_size=8, max_chars=4_000)
     model = TransformerLM(vocab_size=len(data.vocab), d_model=8, n_layers=1, n_heads=2, max_len=8)

@@ -3,11 +3,11 @@ import torch
 
 from components.data.sklearn import SklearnDataset
 
-STAGES = ("train", "val", "test")
+SPLITS = ("train", "val", "test")
 
 
 def total_rows(data):
-    return sum(len(data.split(stage)["x"]) for stage in STAGES)
+    return sum(len(data.split(split)["x"]) for split in SPLITS)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from components.data.synthetic import SyntheticClassification, SyntheticRegressi
 
 def test_classification_splits_and_info():
     data = SyntheticClassification(n_samples=1000, n_features=6, n_classes=3, n_informative=3)
-    sizes = {stage: len(data.split(stage)["x"]) for stage in ("train", "val", "test")}
+    sizes = {split: len(data.split(split)["x"]) for split in ("train", "val", "test")}
     assert sizes == {"train": 700, "val": 150, "test": 150}
     assert data.info() == {"in_features": 6, "num_classes": 3}
     train = data.split("train")

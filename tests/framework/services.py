@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-POSTGRES_USER = "postgres"  # initdb refuses to run as root: the cluster belongs to this user
+POSTGRES_USER = "postgres"
+POOL_SIZE = 48  # the mlflow server's database connections (PostgreSQL allows 100)  # initdb refuses to run as root: the cluster belongs to this user
 
 
 def require(missing: str | None) -> None:
@@ -140,32 +141,85 @@ def postgres() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+class MlflowServer:
+    """`mlflow server` on `backend_uri` with proxied artifacts (clients upload and download
+    through it, `--serve-artifacts`) in the folder `root`, on `port`; `restart` stops it by its
+    process group and starts it again on the same port and store, as an admin restarting the
+    team's server would."""
+
+    def __init__(self, backend_uri: str, root: Path) -> None:
+        self.backend_uri, self.root, self.port = backend_uri, root, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", self.backend_uri,
+                "--serve-artifacts", "--artifacts-destination", str(self.root / "artifacts"),
+                "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"]
+        log = self.root / "server.log"
+        with open(log, "a") as out:
+            # MLflow's job runner (seven huey consumers for GenAI jobs expspec never submits) would
+            # double the server's start-up time: off.
+            # Its database connections: SQLAlchemy's default pool (5 + 10 overflow) made requests
+            # wait for a connection and fail after 30 s ("QueuePool limit ... reached", a 400 the
+            # client does not retry) with 32 trials writing at once (benchmarks/store_load.py).
+            # A team's server gets one connection per concurrent writer (docs/team.md).
+            env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+                   "MLFLOW_SQLALCHEMYSTORE_POOL_SIZE": str(POOL_SIZE), "MLFLOW_SQLALCHEMYSTORE_MAX_OVERFLOW": "0"}
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                            env=env)
+
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
+                    return response.status == 200
+            except OSError:
+                return False
+
+        _wait(ready, self.process, "mlflow server", log, seconds=120)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process, group=True)
+
+    def restart(self, down_seconds: float) -> None:
+        """Stop the server, leave it down for `down_seconds`, start it again."""
+        self.stop()
+        time.sleep(down_seconds)
+        self.start()
+
+
+@contextlib.contextmanager
+def mlflow_server_process(backend_uri: str) -> Iterator[MlflowServer]:
+    """A started `MlflowServer` in a temporary folder, stopped (by its process group) at the end."""
+    root = Path(tempfile.mkdtemp(prefix="expspec-mlflow-server-"))
+    server = MlflowServer(backend_uri, root)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def mlflow_server(backend_uri: str) -> Iterator[str]:
-    """`mlflow server` on `backend_uri` with proxied artifacts (clients upload and download
-    through it, `--serve-artifacts`) in a temporary folder, on a free port; yields its URL."""
-    root = Path(tempfile.mkdtemp(prefix="expspec-mlflow-server-"))
-    port, log = free_port(), root / "server.log"
-    argv = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", backend_uri,
-            "--serve-artifacts", "--artifacts-destination", str(root / "artifacts"),
-            "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-    with open(log, "w") as out:
-        # MLflow's job runner (seven huey consumers for GenAI jobs expspec never submits) would
-        # double the server's start-up time: off.
-        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-        server = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-    url = f"http://127.0.0.1:{port}"
+    """`mlflow server` on `backend_uri` (see `MlflowServer`) on a free port; yields its URL."""
+    with mlflow_server_process(backend_uri) as server:
+        yield server.url
 
-    def ready() -> bool:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                return response.status == 200
-        except OSError:
-            return False
 
-    try:
-        _wait(ready, server, "mlflow server", log, seconds=120)
-        yield url
-    finally:
-        _stop(server, group=True)
-        shutil.rmtree(root, ignore_errors=True)
+def create_database(uri: str, name: str) -> str:
+    """Create the database `name` on the PostgreSQL server of `uri` (a `postgres()` URI);
+    returns its URI (e.g. an Optuna queue beside the MLflow database: both keep an
+    `alembic_version` table, so they cannot share one)."""
+    import psycopg2
+
+    host_port = uri.split("@", 1)[1].split("/", 1)[0]
+    host, port = host_port.split(":")
+    connection = psycopg2.connect(host=host, port=int(port), user=POSTGRES_USER, dbname="postgres")
+    connection.autocommit = True
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE {name}")
+    connection.close()
+    return uri.rsplit("/", 1)[0] + "/" + name

@@ -289,20 +289,19 @@ def test_validate_and_list_as_json(tmp_path: Path, capsys: pytest.CaptureFixture
     assert {"name": "adamw", "target": "components.optim.optimizers:AdamW", "origin": "components"} in listed[0]["components"]
 
 
-def test_run_of_a_sweep_spec_says_it_runs_the_base_spec_only(capsys: pytest.CaptureFixture[str],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_of_a_sweep_spec_says_it_runs_the_base_spec_only(capsys: pytest.CaptureFixture[str]) -> None:
     from framework.commands.runs import note_base_only
+    from framework.invocation import RunContext
     from framework.spec_check import check_spec
 
     spec = "specs/cvm_fairness/sweep_lambda.yaml"
-    monkeypatch.delenv("EXPSPEC_PARENT_RUN_ID", raising=False)
-    note_base_only(spec, check_spec(ROOT / spec, []))
+    note_base_only(spec, check_spec(ROOT / spec, []), RunContext())
     assert capsys.readouterr().err == (f"note: {spec} has a sweep; exp run runs its base spec only (the values "
                                        f"written, no trial). To run the trials: exp sweep {spec}\n")
-    note_base_only("tiny.yaml", check_spec(ROOT / "specs/cvm_fairness/tiny.yaml", []))
+    note_base_only("tiny.yaml", check_spec(ROOT / "specs/cvm_fairness/tiny.yaml", []), RunContext())
     assert capsys.readouterr().err == ""
-    monkeypatch.setenv("EXPSPEC_PARENT_RUN_ID", "0123")  # a trial of `exp sweep` is not told
-    note_base_only(spec, check_spec(ROOT / spec, []))
+    trial = RunContext.from_environ({"EXPSPEC_PARENT_RUN_ID": "0123"})  # a trial of `exp sweep` is not told
+    note_base_only(spec, check_spec(ROOT / spec, []), trial)
     assert capsys.readouterr().err == ""
 
 

@@ -14,7 +14,7 @@ from framework.loader import load_spec
 from framework.marked_yaml import parse_yaml
 from framework.plan import SweepChecker, expand_sweep, validate_plan
 from framework.schema import CommittedSchemas
-from framework.validate import ValidationCache
+from framework.validate import CheckMemo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -163,8 +163,8 @@ def test_checker_units_equal_loading_each_trial(tmp_path: Path, spec: str, sweep
     assert checker.trials
     # As `exp validate` builds it: handed the spec it has just loaded and validated, with its sweep.
     with_sweep = load_spec(path, ["seed=2"])
-    validate_plan(with_sweep, schemas, ValidationCache())
-    given = SweepChecker(path, ["seed=2"], schemas, ValidationCache(), with_sweep)
+    validate_plan(with_sweep, schemas, CheckMemo())
+    given = SweepChecker(path, ["seed=2"], schemas, CheckMemo(), with_sweep)
     assert [t.overrides for t in given.trials] == [t.overrides for t in checker.trials]
     for trial in checker.trials:
         expected = [u.operative for u in validate_plan(load_spec(path, ["seed=2", *trial.overrides]), schemas)]

@@ -155,7 +155,7 @@ def test_a_sqlite_queue_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_optuna_search_draws_reports_and_records_each_trial(tracked: str, tmp_path: Path) -> None:
-    """`sweep: {optuna: ...}` without --queue: one worker on a journal beside the local cache;
+    """`sweep: {optuna: ...}` without --queue: one worker on a journal beside the result cache;
     each trial's drawn values are its run's params, its metric the trial's value, and the metric
     at each validation reaches Optuna (what a pruner reads)."""
     require(_missing("optuna"))

@@ -190,6 +190,23 @@ def test_rerun_repeats_the_stored_spec(tracked: str) -> None:
     assert MlflowClient(tracked).get_run(again.run_id).data.tags["expspec.rerun_of"] == first.run_id
 
 
+def test_rerun_into_a_named_store_leaves_the_process_environment_alone(
+        tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`exp rerun --tracking-uri` works in that store while it runs (framework/invocation.py) and
+    changes nothing after it: no MLFLOW_TRACKING_URI, no EXPSPEC_RERUN_OF left in os.environ."""
+    from framework.tracking import tracking_uri
+
+    first = run(TINY, ["trainer.max_steps=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"])
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    monkeypatch.chdir(tmp_path)  # the default store, were it used by mistake, lands here
+    before = {k: v for k, v in os.environ.items() if k.startswith(("MLFLOW_", "EXPSPEC_"))}
+    again = rerun(first.run_id, tracked)
+    assert {k: v for k, v in os.environ.items() if k.startswith(("MLFLOW_", "EXPSPEC_"))} == before
+    assert tracking_uri() == "sqlite:///mlflow.db"
+    assert MlflowClient(tracked).get_run(again.run_id).data.tags["expspec.rerun_of"] == first.run_id
+    assert not (tmp_path / "mlflow.db").exists()
+
+
 def test_ctrl_c_and_sigterm_mark_the_run_killed(tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The first resume checkpoint is written early in training (not 10 s after it started, when
     # this short run may be testing or uploading already, as on a loaded CI machine), so each

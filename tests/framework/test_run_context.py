@@ -44,7 +44,7 @@ def test_a_run_records_who_where_what_data_and_the_machine_load(tracked: str, tm
     assert tags["mlflow.user"] == getpass.getuser()
     assert tags["mlflow.source.name"] == str(TINY) and tags["mlflow.source.type"] == "LOCAL"
     assert tags["expspec.git_dirty"] == "true"
-    assert tags["expspec.cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # AVX2 on x86 (framework.CPU_NUMERICS)
+    assert tags["expspec.cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # AVX2 on x86 (framework.invocation.pin_cpu_numerics)
     artifacts = {a.path for a in client.list_artifacts(result.run_id)}
     assert {"environment", "git", "result", "resolved_spec.yaml"} <= artifacts
     diff = client.download_artifacts(result.run_id, "git/diff.patch", str(tmp_path))

@@ -1,5 +1,5 @@
 """framework/store.py: a finished run's result (metrics, final weights) is uploaded to its MLflow
-run and found again by spec hash from another local cache; which stores get each resume
+run and found again by spec hash from another result cache; which stores get each resume
 checkpoint. Across two working directories on a real tracking server: test_team_store.py."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_a_staged_result_missing_from_the_local_cache_is_fetched_from_the_store(
         assert _same_weights(stage.checkpoint, first.stages[name].checkpoint)
     assert fetched.checkpoint == fetched.stages["fresh"].checkpoint
     assert f"result of spec hash {first.spec_hash} fetched from run {first.run_id}" in capsys.readouterr().err
-    assert obtain(spec).to_json() == fetched.to_json()  # now from the local cache
+    assert obtain(spec).to_json() == fetched.to_json()  # now from the result cache
     assert "fetched" not in capsys.readouterr().err
 
 

@@ -230,9 +230,9 @@ def test_planned_hashes_are_the_hashes_each_trial_run_computes(spec: Path) -> No
     assert base == prepare(spec, ["sweep=null"])[0].operative
 
 
-def test_spec_hash_is_the_sha256_of_the_sorted_json_with_or_without_shared_texts() -> None:
+def test_spec_hash_is_the_sha256_of_the_sorted_json_with_or_without_shared_texts(monkeypatch: pytest.MonkeyPatch) -> None:
     """The run identity stored runs are found by: `spec_hash` writes the text section by section
-    (reusing, with `texts`, sections written before), and it must stay the hash of
+    (reusing, with a `SpecHasher`, sections written before), and it must stay the hash of
     `json.dumps(content, sort_keys=True)` as it always was, for every landed spec's units and each
     sweep trial (sharing section objects with its base), an upstream hash included."""
     import hashlib
@@ -241,7 +241,8 @@ def test_spec_hash_is_the_sha256_of_the_sorted_json_with_or_without_shared_texts
     from framework.loader import load_spec
     from framework.plan import SweepChecker, validate_plan
     from framework.schema import CommittedSchemas
-    from framework.spec import spec_hash
+    from framework import spec
+    from framework.spec import SpecHasher, spec_hash
 
     def reference(operative: dict[str, Any], upstream: str | None = None) -> str:
         content = {k: v for k, v in operative.items() if k not in ("tracking", "name", "description", "sweep")}
@@ -251,7 +252,7 @@ def test_spec_hash_is_the_sha256_of_the_sorted_json_with_or_without_shared_texts
             content["init"] = upstream
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
 
-    schemas, texts = CommittedSchemas(), {}
+    schemas, hasher = CommittedSchemas(), SpecHasher()
     operatives = []
     for path in spec_files([ROOT / "specs"], claims=False):
         operatives += [u.operative for u in validate_plan(load_spec(path), schemas)]
@@ -259,9 +260,34 @@ def test_spec_hash_is_the_sha256_of_the_sorted_json_with_or_without_shared_texts
         checker = SweepChecker(path, [], schemas)
         operatives += [u.operative for trial in checker.trials[:6] for u in checker.units(trial)]
     assert len(operatives) > 250
-    for operative in operatives + operatives:  # the second time, every section's text is reused
+    for operative in operatives:
         for upstream in (None, "0123456789abcdef"):
             expected = reference(operative, upstream)
             assert spec_hash(operative, upstream) == expected
-            assert spec_hash(operative, upstream, texts) == expected
-    assert len({key for key, _ in texts}) > 10 and len(texts) < len(operatives) * 10
+            assert hasher.hash(operative, upstream) == expected
+    expected = [reference(operative) for operative in operatives]
+    written: list[Any] = []
+    real = spec.json.dumps
+    monkeypatch.setattr(spec.json, "dumps", lambda *a, **k: written.append(a) or real(*a, **k))
+    assert [hasher.hash(operative) for operative in operatives] == expected  # every section's text reused
+    assert written == []
+
+
+def test_a_failed_trials_message_is_its_error_line_not_the_hint_after_it(tmp_path: Path) -> None:
+    """`exp run` prints a hint after an unexpected error ("the MLflow run ... --traceback"); the
+    trial's message, which `exp sweep` and the queue show, is the error itself."""
+    from framework.plan import named_trial
+    from framework.trial_launchers import TrialLauncher
+
+    class Printed(TrialLauncher):
+        def start(self, argv: list[str], env: dict[str, str], log_file: Path) -> Path:
+            log_file.write_text("epoch 0: 40%\nerror: MlflowException: API request to http://store failed\n"
+                                "  (the MLflow run, if one was started, is marked FAILED with error.txt; "
+                                "--traceback shows the full traceback)\n")
+            return log_file
+
+        def wait(self, handle: Path) -> int:
+            return 1
+
+    outcome = Printed(tmp_path / "spec.yaml", [], "parent", "sweep", 1).run(0, named_trial({"seed": 1}))
+    assert (outcome.status, outcome.message) == (FAILED, "error: MlflowException: API request to http://store failed")

@@ -1,6 +1,6 @@
 """The tracking server as the source of truth (framework/store.py), tested as a team runs it: a
 real PostgreSQL server, `mlflow server` on it with proxied artifacts, and `exp` processes in two
-working directories (separate local caches and Lightning folders, standing in for two machines)
+working directories (separate result caches and Lightning folders, standing in for two machines)
 that share nothing but the server's URL.
 
 One PostgreSQL and one mlflow server serve the whole module (xdist group "team_store"); both are

@@ -391,3 +391,15 @@ def test_regression_reports_mae_rmse_r2_unless_the_spec_lists_metrics(tmp_path) 
         assert [m["type"] for m in operative["metrics"]] == expected, extra
     path.write_text(base.replace("regression", "classification").replace("synthetic_regression", "synthetic_classification"))
     assert validate(load_spec(path), CommittedSchemas())["metrics"] == []  # classification declares no defaults
+
+
+def test_logged_metric_templates_name_the_split() -> None:
+    """`{split}` is train, val or test in a task's LOGGED_METRICS (`x-logs`); `{stage}`, its old
+    spelling, still expands the same, but no landed task writes it ("stage" is a spec's stage)."""
+    from framework.schema_files import read_defs
+    from framework.validate import logged_metrics
+
+    assert logged_metrics(["{stage}/loss"], {}) == logged_metrics(["{split}/loss"], {}) == [
+        "train/loss", "val/loss", "test/loss"]
+    templates = [t for node in read_defs().values() if isinstance(node, dict) for t in node.get("x-logs") or []]
+    assert templates and not [t for t in templates if "{stage}" in t]

@@ -24,9 +24,9 @@ def test_without_changes_it_is_the_digits_of_sklearn_dataset() -> None:
     """Same split seed, same standardization: the untouched transfer task is the pretraining data."""
     plain = DigitsTransfer(invert=False, reverse=False, label_multiplier=1, label_offset=0, split_seed=4)
     digits = SklearnDataset(name="digits", split_seed=4)
-    for stage in ("train", "val", "test"):
-        assert torch.allclose(plain.split(stage)["x"], digits.split(stage)["x"], atol=1e-5)
-        assert torch.equal(plain.split(stage)["y"], digits.split(stage)["y"])
+    for split in ("train", "val", "test"):
+        assert torch.allclose(plain.split(split)["x"], digits.split(split)["x"], atol=1e-5)
+        assert torch.equal(plain.split(split)["y"], digits.split(split)["y"])
     assert DigitsTransfer().info() == {"in_features": 64, "num_classes": 10}
 
 

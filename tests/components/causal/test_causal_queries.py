@@ -36,8 +36,8 @@ def solve(prompt: str) -> tuple[int, int]:
 
 def test_answers_and_depths_agree_with_an_independent_interpreter() -> None:
     data = CausalQueries(**SMALL)
-    for stage in ("train", "test"):
-        split = data.split(stage)
+    for name in ("train", "test"):
+        split = data.split(name)
         for x, y, depth in zip(split["x"], split["y"], split["depth"]):
             scored = torch.nonzero(y != -100).flatten()
             assert len(scored) == 1  # one answer character, the token after '?'
@@ -65,8 +65,8 @@ def execute(prompt: str) -> tuple[dict[str, int], list[str]]:
 
 def test_scratchpad_lists_the_needed_values_in_causal_order_and_scores_only_them() -> None:
     data = CausalQueries(**{**SMALL, "answer": "scratchpad", "seq_len": 60})
-    for stage in ("train", "test"):
-        split = data.split(stage)
+    for name in ("train", "test"):
+        split = data.split(name)
         for x, y in zip(split["x"], split["y"]):
             full = text(x)
             prompt, answer = full.split("?")
@@ -81,8 +81,8 @@ def test_scratchpad_lists_the_needed_values_in_causal_order_and_scores_only_them
 def test_held_out_splits_use_test_nodes_and_equal_depth_shares() -> None:
     data = CausalQueries(**SMALL)
     train = {text(x) for x in data.split("train")["x"]}
-    for stage, count in (("val", 30), ("test", 60)):
-        split = data.split(stage)
+    for name, count in (("val", 30), ("test", 60)):
+        split = data.split(name)
         assert torch.bincount(split["depth"]).tolist() == [0] + [count // 3] * 3
         assert all(text(x).count("=") == 5 + 1 for x in split["x"])  # 5 equations and the do
         assert not train & {text(x) for x in split["x"]}
@@ -158,8 +158,8 @@ def test_data_volume_keeps_the_held_out_queries_steps_and_tokens() -> None:
     kwargs = dict(SMALL, answer="scratchpad", seq_len=56)
     full = CausalQueries(**kwargs).load()
     small = CausalQueries(**kwargs, unique_train=30).load()
-    for stage in ("val", "test"):
-        assert all(torch.equal(torch.as_tensor(full[stage][k]), torch.as_tensor(small[stage][k])) for k in full[stage])
+    for split in ("val", "test"):
+        assert all(torch.equal(torch.as_tensor(full[split][k]), torch.as_tensor(small[split][k])) for k in full[split])
     assert len(small["train"]["x"]) == len(full["train"]["x"]) == 300
     assert len({tuple(row) for row in small["train"]["x"].tolist()}) == 30
     for level in range(3):  # the first 10 of each level's 100, repeated 10 times
@@ -175,8 +175,8 @@ def test_random_training_values_leave_prompts_and_held_out_answers_true() -> Non
     agree with the true one), names and prompts unchanged, val and test as they were."""
     kwargs = dict(SMALL, answer="scratchpad", seq_len=56)
     true, noisy = CausalQueries(**kwargs).load(), CausalQueries(**kwargs, train_values="random").load()
-    for stage in ("val", "test"):
-        assert all(torch.equal(torch.as_tensor(true[stage][k]), torch.as_tensor(noisy[stage][k])) for k in true[stage])
+    for split in ("val", "test"):
+        assert all(torch.equal(torch.as_tensor(true[split][k]), torch.as_tensor(noisy[split][k])) for k in true[split])
     y, z = torch.as_tensor(true["train"]["y"]), torch.as_tensor(noisy["train"]["y"])
     scored = y != -100
     assert torch.equal(scored, z != -100) and torch.equal(y[~scored], z[~scored])
