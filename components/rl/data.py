@@ -55,6 +55,10 @@ class Rollouts(L.LightningDataModule):
     def __init__(self, env: Env, iterations: PositiveInt = 100, test_batches: PositiveInt = 8,
                  seed: NonNegativeInt = 0, test_seed: NonNegativeInt | None = None) -> None:
         super().__init__()
+        if not hasattr(env, "num_envs") or not hasattr(env, "single_action_space"):
+            raise TypeError(f"data.env: rollouts collect whole episodes from a gymnasium vector env (num_envs, "
+                            f"single_action_space), and {type(env).__name__} is not one; a differentiable plant "
+                            f"(the motor family's) is trained by its own task (plant_bptt), not by rollouts")
         self.env, self.iterations, self.test_batches = env, iterations, test_batches
         self.seed = seed
         self.test_seed = seed + 1_000_003 if test_seed is None else test_seed

@@ -13,7 +13,9 @@ KINDS = {
             "the mask (else info['action_mask'], bool (num_envs, n), optional); info['success'] (bool "
             "(num_envs,)) marks successful episodes (else: terminated with positive reward); "
             "`max_episode_steps` bounds an episode. Its random state is env.np_random (saved in checkpoints "
-            "by the rollouts data module); components/rl/envs.py."),
+            "by the rollouts data module); components/rl/envs.py. Or a differentiable plant: a gymnasium.Env "
+            "in torch whose batched reset/step keep the autograd graph, continuous actions, trained by "
+            "backpropagating through it (plant_bptt, not rollouts); components/motor/plants.py."),
     },
     "reward_models": {
         "noun": "reward model",

@@ -287,3 +287,15 @@ def test_logistic_discriminator_learns_the_log_ratio_of_success_states() -> None
     assert near_goal > start
     state = reward.state_dict()
     assert "_extra_state" in state and state["_extra_state"]["optimizer"]["state"]
+
+
+def test_rollouts_refuse_an_env_that_is_not_a_vector_env_and_say_why() -> None:
+    """A differentiable plant (the motor family's `two_link_arm`) in `data: {type: rollouts}`:
+    the data module says what it needs and where plants are trained, instead of an AttributeError."""
+
+    class Plant:  # a gymnasium.Env in torch: no num_envs, no single_action_space
+        pass
+
+    with pytest.raises(TypeError, match=r"data.env: rollouts collect whole episodes from a gymnasium vector env .* "
+                                        r"Plant is not one; .*plant_bptt"):
+        Rollouts(Plant())
