@@ -47,22 +47,23 @@ def test_fashion_mnist_names_the_missing_files(tmp_path, monkeypatch):
         FashionMNIST(root=str(tmp_path)).setup()
 
 
-def _fake_cifar10(root):
-    """Random CIFAR-10 pickle batches under `root`: 6 images per training batch, 4 test images."""
+def _fake_cifar10(root: Path, n: int = 10) -> None:
+    """Random CIFAR-10 pickle batches under `root`: n images in each of the 5 training batches and the
+    test batch, labels 0..9 in turn."""
     folder = root / "cifar-10-batches-py"
     folder.mkdir()
     rng = np.random.default_rng(0)
-    for name, n in [*((f"data_batch_{i}", 6) for i in range(1, 6)), ("test_batch", 4)]:
-        batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"labels": list(range(n))}
+    for name in [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"]:
+        batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"labels": [i % 10 for i in range(n)]}
         (folder / name).write_bytes(pickle.dumps(batch))
 
 
 def test_cifar10_reads_pickle_batches_and_augments(tmp_path):
-    _fake_cifar10(tmp_path)
+    _fake_cifar10(tmp_path, n=6)
     torch.manual_seed(0)  # a run seeds torch; the training sampler's order derives from that seed
     data = CIFAR("cifar10", root=str(tmp_path), val_fraction=0.1, batch_size=8)
     assert data.info() == {"in_channels": 3, "num_classes": 6}
-    assert data.split("train")["x"].shape == (27, 3, 32, 32) and len(data.split("test")["x"]) == 4
+    assert data.split("train")["x"].shape == (27, 3, 32, 32) and len(data.split("test")["x"]) == 6
     batch = next(iter(data.train_dataloader()))
     assert batch["x"].shape == (8, 3, 32, 32) and batch["y"].shape == (8,)
 
@@ -70,7 +71,7 @@ def test_cifar10_reads_pickle_batches_and_augments(tmp_path):
 def test_training_batches_are_shifted_windows_of_the_padded_images_maybe_flipped(tmp_path):
     """CIFAR's augmentation, seen in its training batches: each image is a 32x32 window of the
     image padded by 4 zero pixels on each side, mirrored left-right or not."""
-    _fake_cifar10(tmp_path)
+    _fake_cifar10(tmp_path, n=6)
     torch.manual_seed(0)
     data = CIFAR("cifar10", root=str(tmp_path), val_fraction=0.1, batch_size=27)
     images = torch.as_tensor(data.split("train")["x"])
@@ -112,15 +113,6 @@ def test_image_folder_names_the_missing_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("EXPSPEC_IMAGENET_DIR", raising=False)
     with pytest.raises(FileNotFoundError, match=r"ImageNet-style folder files not found \(need train, val; tried .*\)"):
         ImageFolder(root=str(tmp_path / "imagenet")).info()
-
-
-def _fake_cifar10(root: Path, n: int = 10) -> None:
-    folder = root / "cifar-10-batches-py"
-    folder.mkdir()
-    rng = np.random.default_rng(0)
-    for name in [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"]:
-        batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"labels": [i % 10 for i in range(n)]}
-        (folder / name).write_bytes(pickle.dumps(batch))
 
 
 def test_paper_scale_cifar_spec_runs_on_fake_batches(tmp_path, tracked, monkeypatch):
