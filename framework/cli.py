@@ -207,15 +207,16 @@ def entry() -> None:
     `with` block). Only here, not in `main`, so that tests calling `main` in-process keep
     collecting normally; a command that raised exits the usual way, as Python reports it.
 
-    It first pins torch's CPU kernels (`pin_cpu_numerics`), for this process and every process
-    it starts. `EXPSPEC_QUICK_EXIT=0` turns both exits off, for a tool that registered an exit handler before
+    It first pins torch's CPU kernels (`pin_cpu_numerics`) and turns MLflow's telemetry off
+    (`no_mlflow_telemetry`), for this process and every process it starts. `EXPSPEC_QUICK_EXIT=0` turns both exits off, for a tool that registered an exit handler before
     `entry` ran (coverage.py saves its data in one), which the quick exit would skip."""
     import atexit
     import gc
 
-    from framework.invocation import pin_cpu_numerics
+    from framework.invocation import no_mlflow_telemetry, pin_cpu_numerics
 
     pin_cpu_numerics()  # before torch first computes (framework/invocation.py)
+    no_mlflow_telemetry()  # before mlflow is imported
     if os.environ.get("EXPSPEC_QUICK_EXIT", "1") == "0":
         sys.exit(_main(parser().parse_args()))
     atexit.register(_end_after_exit_handlers)  # importing framework.cli registers none: this one runs last

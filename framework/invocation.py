@@ -126,6 +126,7 @@ def child_environ(context: RunContext, base: Mapping[str, str] | None = None) ->
         if value:
             env[variable] = json.dumps(dict(value)) if name == "run_tags" else str(value)
     pin_cpu_numerics(env)
+    no_mlflow_telemetry(env)
     return env
 
 
@@ -176,3 +177,16 @@ def pin_cpu_numerics(environ: MutableMapping[str, str] | None = None) -> None:
     if env.get("EXPSPEC_CPU_NUMERICS", "portable") != "native":
         for name, value in CPU_NUMERICS.items():
             env.setdefault(name, value)
+
+
+def no_mlflow_telemetry(environ: MutableMapping[str, str] | None = None) -> None:
+    """Turn MLflow's usage telemetry off in `environ` (default this process's; call it before
+    `import mlflow`), unless the environment already says MLFLOW_DISABLE_TELEMETRY.
+
+    Not a preference but a race: on a machine that cannot reach the telemetry service, MLflow's
+    config thread gives up and deletes `$_MLFLOW_TELEMETRY_SESSION_ID` from os.environ while the
+    run's metrics thread reads os.environ for proxy settings: `API request ... log-batch failed
+    with exception '_MLFLOW_TELEMETRY_SESSION_ID'` failed 1 of 32 trials of
+    benchmarks/store_load.py on 2026-12-04. Set where `pin_cpu_numerics` is."""
+    env = os.environ if environ is None else environ
+    env.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")

@@ -91,9 +91,10 @@ class TrialJob:
     see the module docstring)."""
 
     def __call__(self, spec_path: str, overrides: list[str], parent: str, name: str, hashes: list[str]) -> dict:
-        from framework.invocation import RunContext, pin_cpu_numerics, use
+        from framework.invocation import RunContext, no_mlflow_telemetry, pin_cpu_numerics, use
 
         pin_cpu_numerics()  # a task is a process of its own: before torch first computes
+        no_mlflow_telemetry()
         job = _job_id()
         context = RunContext.from_environ().for_other_run()  # the stores the task was started with
         with use(context):

@@ -17,9 +17,10 @@ from typing import Any, Callable
 
 import pytest
 
-from framework.invocation import pin_cpu_numerics
+from framework.invocation import no_mlflow_telemetry, pin_cpu_numerics
 
 pin_cpu_numerics()  # first: see above
+no_mlflow_telemetry()  # before mlflow is imported (framework/invocation.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"

@@ -74,7 +74,7 @@ class Audit:
     trials: int = 0  # trials the sweep has
     finished: int = 0  # trial runs FINISHED
     not_ended: list[str] = dataclasses.field(default_factory=list)  # run ids left RUNNING (any run of the experiment)
-    twice: list[str] = dataclasses.field(default_factory=list)  # seeds with more than one run
+    twice: list[str] = dataclasses.field(default_factory=list)  # seeds with more than one run, or runs of no seed
     lost: list[str] = dataclasses.field(default_factory=list)  # "seed=S key@step" the reference has, the store not
     extra: list[str] = dataclasses.field(default_factory=list)  # ... the store has, the reference not
     changed: list[str] = dataclasses.field(default_factory=list)  # same (key, step), another value
@@ -113,7 +113,8 @@ def histories(tracking_uri: str, paper: str) -> tuple[dict[str, list[dict[tuple[
                 continue  # sampled by a clock, not logged by training
             for metric in client.get_metric_history(run.info.run_id, key):
                 history[(key, metric.step)] = metric.value
-        by_seed.setdefault(run.data.params["seed"], []).append(history)
+        # a trial that failed before its params were written is still a run of the sweep
+        by_seed.setdefault(run.data.params.get("seed", f"unknown ({run.info.run_id})"), []).append(history)
     return by_seed, not_ended, finished
 
 
@@ -122,6 +123,7 @@ def audit(tracking_uri: str, paper: str, reference_uri: str, reference_paper: st
     found, not_ended, finished = histories(tracking_uri, paper)
     expected, _, _ = histories(reference_uri, reference_paper)
     result = Audit(trials=trials, finished=finished, not_ended=not_ended)
+    result.twice += [seed for seed in found if seed not in expected]  # runs the reference has no seed for
     for seed in sorted(expected, key=int):
         runs = found.get(seed, [])
         if len(runs) > 1:

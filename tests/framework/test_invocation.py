@@ -59,3 +59,13 @@ def test_a_run_in_a_store_of_its_own_leaves_the_environment_alone(tracked: str, 
                 f"tracking.uri={own}"])
     assert MlflowClient(own).get_run(done.run_id).info.status == "FINISHED"
     assert ours() == before and tracking_uri() == tracked
+
+
+def test_a_trial_runs_with_mlflow_telemetry_off_unless_the_user_says_otherwise() -> None:
+    """MLflow's telemetry thread deletes a variable from os.environ while the metrics thread reads
+    it (framework/invocation.py, `no_mlflow_telemetry`): trials start with it off; a user's own
+    MLFLOW_DISABLE_TELEMETRY wins."""
+
+    context = RunContext.from_environ({})
+    assert child_environ(context, base={})["MLFLOW_DISABLE_TELEMETRY"] == "true"
+    assert child_environ(context, base={"MLFLOW_DISABLE_TELEMETRY": "false"})["MLFLOW_DISABLE_TELEMETRY"] == "false"
