@@ -148,13 +148,13 @@ def normalize_observation(env: Env, epsilon: float = 1e-8) -> Any:
     return wrapped
 
 
-def _chain(env: Any) -> list[Any]:
+def env_layers(env: Any) -> list[Any]:
     """The env and every env it wraps, outermost first."""
     found = [env]
     while hasattr(found[-1], "env") and found[-1].env is not found[-1]:
         found.append(found[-1].env)
     for sub in getattr(found[-1], "envs", None) or []:  # a SyncVectorEnv's sub-environments
-        found.extend(_chain(sub))
+        found.extend(env_layers(sub))
     return found
 
 
@@ -162,7 +162,7 @@ def env_state(env: Any) -> list[dict[str, Any]]:
     """The random and running state of the env and every layer it wraps: np_random's bit-generator
     state, RunningMeanStd statistics (obs_rms), and an env's own `get_state()` where it has one."""
     states = []
-    for layer in _chain(env):
+    for layer in env_layers(env):
         state: dict[str, Any] = {}
         rng = getattr(layer, "_np_random", None)
         if rng is not None:
@@ -178,7 +178,7 @@ def env_state(env: Any) -> list[dict[str, Any]]:
 
 def load_env_state(env: Any, states: list[dict[str, Any]]) -> None:
     """Restore what env_state saved (same wrapper stack)."""
-    layers = _chain(env)
+    layers = env_layers(env)
     if len(layers) != len(states):
         raise ValueError(f"the checkpoint holds the state of {len(states)} env layers, this env has {len(layers)}")
     for layer, state in zip(layers, states):

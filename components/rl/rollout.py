@@ -94,9 +94,9 @@ def episode_metrics(env: Any) -> dict[str, torch.Tensor] | None:
     """The env's own per-episode metrics: `env.episode_metrics()` -> {name: (num_envs,) array}
     for the episodes since the last reset, of the outermost layer (env or wrapped env) that has it;
     logged as train/<name>, test/<name> (means over episodes) next to the episode return."""
-    from components.rl.envs import _chain
+    from components.rl.envs import env_layers
 
-    for layer in _chain(env):
+    for layer in env_layers(env):
         if callable(getattr(layer, "episode_metrics", None)):
             return {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in layer.episode_metrics().items()}
     return None
