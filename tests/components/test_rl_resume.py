@@ -21,23 +21,10 @@ pytest.importorskip("gymnasium")
 pytest.importorskip("torchrl")
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests/framework"))
+from test_resume import KILL_AT  # noqa: E402  (kills `exp run` at a step; one copy, shared)
 SPEC = ROOT / "specs/dense_reward/tiny_svm.yaml"
 OVERRIDES = ["data.iterations=12", "data.test_batches=2"]
-KILL_AT = """
-import os, signal, sys
-from lightning.pytorch.callbacks import Callback
-import framework.runner as runner
-
-class KillAt(Callback):
-    def on_train_batch_start(self, trainer, *args):
-        if trainer.global_step == {step}:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-add = runner.with_resume_checkpoint
-runner.with_resume_checkpoint = lambda callbacks, kwargs: [*add(callbacks, kwargs), KillAt()]
-from framework.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 
 
 def _history(client: MlflowClient, run_id: str) -> dict[str, list[tuple[int, float]]]:
