@@ -20,6 +20,7 @@ EXTRAS = {
     "gymnasium": "rl",  # also in the motor extra
     "torchrl": "rl",
     "tensordict": "rl",
+    "vmas": "rl",
     "motornet": "motor",
 }
 # a package two extras bring -> the other one
