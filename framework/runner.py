@@ -13,6 +13,9 @@
   no run behind (see `run_unit`).
 - A spec with stages runs them in order as children of one parent run; `init: {stage: s}` loads
   stage s's final weights.
+- A run that waits for another (a later stage; a run whose `init: {spec}` upstream runs first) has
+  its data built before the other one trains (`preflight`): a missing data file or a wrong
+  environment stops the command in seconds, not after the upstream's training.
 - Under DDP and multi-node launchers only global rank zero talks to MLflow and the result cache; the
   other ranks train without a logger (Lightning logs from rank zero only anyway).
 """
@@ -179,6 +182,7 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
     claims, `exp compare` and the MLflow UI, and `stage/split/name` would read as a split path."""
     from framework.tracking import Tracker
 
+    preflight(units[1:])
     first = units[0].operative
     parent_op = {**first, "name": first["name"].rsplit("/", 1)[0]}
     tracker = Tracker(parent_op, units[0].loaded.source, total_hash, overrides, context=context,
@@ -203,6 +207,31 @@ def run_stages(units: list[Unit], hashes: list[str], total_hash: str, overrides:
         tracker.finish()
         save_result(result)
     return result
+
+
+def preflight(units: list[Unit]) -> None:
+    """Build each unit's data (the constructor only: a data module loads in `setup`) and drop it,
+    so its mistakes surface before an earlier run trains. The random state is restored after, so
+    the runs draw the same numbers as without it. Models are not pre-built: a model's constructor
+    may load gigabytes of weights (pretrained_lm), and its data is what names the wrong thing far
+    more often."""
+    import random
+
+    import numpy as np
+    import torch
+
+    from framework.builder import Builder
+
+    for unit in units:
+        if not unit.operative.get("data"):
+            continue
+        state = random.getstate(), np.random.get_state()
+        with torch.random.fork_rng(devices=[]), default_dtype(unit.operative["hardware"]["precision"]):
+            try:
+                Builder(unit.loaded).node("data", unit.operative["data"], ("data",))
+            finally:
+                random.setstate(state[0])
+                np.random.set_state(state[1])
 
 
 def _resolve_init(unit: Unit, init_checkpoint: str | None) -> str | None:
@@ -253,6 +282,8 @@ def run_unit(
     _quiet_lightning()
     # The upstream spec of `init: {spec}` may run here first, in this process: threads and seed
     # are set after it, so a run draws the same random numbers whether its upstream was cached or not.
+    if (operative.get("init") or {}).get("spec"):
+        preflight([unit])
     checkpoint = _resolve_init(unit, init_checkpoint)
     _seed(operative)
     try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mlflow.tracking import MlflowClient
 
 from framework.runner import run
@@ -101,3 +103,34 @@ def test_init_overrides_give_each_seed_its_own_upstream(tracked: str, tmp_path: 
     assert pretrain_runs() == 2  # seed 0's upstream came from the cache
     assert client.get_run(again.run_id).data.tags["expspec.init_checkpoint"] == checkpoints[0]
     assert again.metrics == seed0.metrics
+
+
+def _store_runs(client: MlflowClient) -> int:
+    return sum(len(client.search_runs([e.experiment_id])) for e in client.search_experiments())
+
+
+def test_a_later_stage_with_missing_data_stops_before_the_first_stage_trains(tracked: str, tmp_path: Path) -> None:
+    """preflight: the last stage names a data file that does not exist; the command stops with
+    the component's located message before stage `train` runs, and no run is left in the store."""
+    spec = tmp_path / "staged.yaml"
+    spec.write_text(STAGED + "    data: {type: instruction_jsonl, path: no_such.jsonl, tokenizer: no_such_dir}\n")
+    client = MlflowClient(tracked)
+    before = _store_runs(client)
+    with pytest.raises(FileNotFoundError) as caught:
+        run(spec)
+    assert "instruction_jsonl: instruction file (.jsonl) not found (data.path = no_such.jsonl)" in str(caught.value)
+    assert any("staged.yaml:" in note and "data: while building data" in note for note in caught.value.__notes__)
+    assert _store_runs(client) == before
+
+
+def test_init_spec_with_missing_data_stops_before_its_upstream_trains(tracked: str, tmp_path: Path) -> None:
+    (tmp_path / "pretrain.yaml").write_text(f"extends: {TINY}\nname: pretrain_unused\nloss: {{type: cross_entropy}}\n"
+                                            "trainer: {max_steps: 20, limit_val_batches: 1}\n")
+    finetune = tmp_path / "finetune.yaml"
+    finetune.write_text(f"extends: {TINY}\nname: finetune\ninit: {{spec: pretrain.yaml}}\n"
+                        "data: {type: instruction_jsonl, path: no_such.jsonl, tokenizer: no_such_dir}\n")
+    client = MlflowClient(tracked)
+    before = _store_runs(client)
+    with pytest.raises(FileNotFoundError, match="instruction_jsonl: instruction file"):
+        run(finetune)
+    assert _store_runs(client) == before  # the upstream did not run
