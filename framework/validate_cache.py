@@ -21,7 +21,7 @@ A check that read a component's live signature (a plugin's, or one missing from 
 schema) depends on that component's code and is not cached, nor is any later check of the same
 command (a node checked once is reused by later specs, so they may rest on it without reading it). Entries are JSON files written
 atomically (a temporary file renamed), so concurrent commands never read half an entry; a
-damaged entry is a miss. Where: `<EXPSPEC_CACHE_DIR or .expspec/cache>/validate/`, next to the result
+damaged entry is a miss. Where: `<result cache>/validate/` (the command's RunContext.cache_dir), next to the result
 cache (framework/result_cache.py `cache_dir`).
 """
 
@@ -115,8 +115,8 @@ def _stats(folder: str, names: list[str]) -> list[str]:
 class ValidateCache:
     """Entries of one `exp validate` command (one fingerprint, one current directory)."""
 
-    def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder or Path(os.environ.get("EXPSPEC_CACHE_DIR", ".expspec/cache")) / "validate"
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder  # <the context's result cache>/validate (framework/invocation.py)
         self.salt = f"{fingerprint()}\n{os.getcwd()}\n"
         self._digests: dict[str, str | None] = {}  # files read by several entries (an `extends` base) once
 

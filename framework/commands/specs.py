@@ -19,9 +19,10 @@ def _validate_results(files: list[Path], use_cache: bool) -> list[tuple[str | No
     """Each file's (error text or None, problems as `--format json` writes them): results from the
     validate cache whose inputs did not change (framework/validate_cache.py), the rest checked
     (`check_files`) and written to it."""
+    from framework.invocation import current
     from framework.validate_cache import ValidateCache
 
-    validate_cache = ValidateCache() if use_cache else None
+    validate_cache = ValidateCache(current().cache_dir / "validate") if use_cache else None
     cached = [validate_cache.get(path) if validate_cache else None for path in files]
     checked = iter(check_files([path for path, hit in zip(files, cached) if hit is None], validate_cache))
     results = []
