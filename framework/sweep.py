@@ -63,10 +63,12 @@ def run_sweep(
     cores: int | None = None,
     echo: Any = print,
     isolate: str = "fork",
+    fresh: bool = False,
 ) -> SweepResult:
     """Run the spec's trials, `jobs` at a time, as child runs of one parent run (see the module
     docstring). The parent ends FINISHED when every trial finished or was skipped, else FAILED;
-    KILLED, with the running trials stopped, when this process is interrupted (Ctrl-C, SIGTERM)."""
+    KILLED, with the running trials stopped, when this process is interrupted (Ctrl-C, SIGTERM).
+    `fresh`: run every trial, also those that finished before (`exp reproduce --fresh`)."""
     from framework.runner import ended_on_error
 
     overrides = list(overrides or [])
@@ -81,6 +83,7 @@ def run_sweep(
         warm_context(preload)  # the server imports while the parent run is opened
     threads = trial_threads(base, overrides, jobs, cores)
     tracker, done = open_parent(spec_path, overrides, base, hashes)
+    done = {} if fresh else done
     parent = tracker.run_id
     with ended_on_error(tracker):  # Ctrl-C or SIGTERM, at any point: the parent run ends KILLED
         outcomes, todo = skip_finished(trials, hashes, done, echo)

@@ -172,7 +172,7 @@ def obtain_all(runs: dict[str, RunRef], folder: Path, fresh: bool, jobs: int, ec
         try:
             if expand_sweep(load_spec(spec, ref.overrides)):
                 echo(f"== {alias}: sweep {spec}")
-                results[alias] = obtain_sweep(alias, spec, ref.overrides, jobs, echo, isolate)
+                results[alias] = obtain_sweep(alias, spec, ref.overrides, jobs, echo, isolate, fresh)
             else:
                 echo(f"== {alias}: {spec} {' '.join(ref.overrides)}".rstrip())
                 results[alias] = _obtained(spec, ref.overrides, fresh)
@@ -202,14 +202,14 @@ class RunFailed(RuntimeError):
 
 
 def obtain_sweep(alias: str, spec: Path, overrides: list[str], jobs: int, echo: Any = print,
-                 isolate: str = "fork") -> list[TrialResult]:
+                 isolate: str = "fork", fresh: bool = False) -> list[TrialResult]:
     """Every trial of the sweep, finished now or earlier (a skipped trial's metrics are read from
-    its MLflow run); RuntimeError when a trial did not finish."""
+    its MLflow run; with `fresh`, every trial runs now); RuntimeError when a trial did not finish."""
     from framework.sweep import run_sweep
     from framework.trial_launchers import SKIPPED
     from framework.tracking import client
 
-    sweep = run_sweep(spec, overrides, jobs=jobs, echo=echo, isolate=isolate)
+    sweep = run_sweep(spec, overrides, jobs=jobs, echo=echo, isolate=isolate, fresh=fresh)
     if sweep.failed:
         raise RunFailed(f"{len(sweep.failed)} trial(s) of {spec} did not finish: "
                         + "; ".join(f"{o.trial.name}: {o.status}" for o in sweep.failed))

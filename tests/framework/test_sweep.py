@@ -50,6 +50,10 @@ def test_trials_are_children_and_rerun_skips_finished(tracked: str, tmp_path: Pa
     assert any(line.startswith("[skip] weight=0.0: already finished") for line in lines)
     assert not any(line.startswith("[link]") for line in lines)  # already children of this parent
 
+    fresh = run_sweep(spec, SHORT, jobs=2, echo=lines.append, fresh=True)  # `exp reproduce --fresh`
+    assert [o.status for o in fresh.outcomes] == [FINISHED, FINISHED]
+    assert not {o.run_id for o in fresh.outcomes} & {o.run_id for o in result.outcomes}
+
 
 def test_reused_trials_are_linked_into_a_new_sweep_and_temp_folders_removed(
         tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
