@@ -22,6 +22,12 @@ The rule (`reduce_precision`):
   with |w| < 0.5 * 10^-d become 0). **bits: b** quantizes each tensor uniformly and symmetrically
   to the 2^(b-1) - 1 positive levels, their negatives and 0: q(w) = round(w / s) * s with
   s = max|w| / (2^(b-1) - 1), the scale taken from the tensor itself (no gradient through it).
+  `quantize_uniform` is the same rule in general form, which other papers reuse (scalebits'
+  mixed-precision blocks, components/compression/): groups of `group_size` consecutive entries
+  along the last dimension with a scale each (None: the whole tensor is one group), a bit width
+  per group (an int, or a tensor with one width per group), and an asymmetric variant (min-max
+  with an integer zero point: 2^b levels, 0 exactly representable), the usual form of low-bit
+  weight-only LLM quantization (RTN/GPTQ with groups).
 - `biases: true` constrains the layer's `bias` the same way (the paper rounds weights and biases).
 - Training keeps full-precision latent parameters and uses q(w) in the forward pass; the gradient
   passes q as the identity (straight-through estimator), so the latent weights keep learning.
@@ -80,23 +86,74 @@ class RoundToDecimals(_Reduction):
         return f"decimals={self.decimals}, when={self.when}"
 
 
-class UniformBits(_Reduction):
-    """q(w) = round(w / s) * s, s = max|w| / (2^(bits-1) - 1): symmetric, per tensor."""
+def quantize_uniform(
+    w: torch.Tensor,
+    bits: int | torch.Tensor,
+    symmetric: bool = True,
+    group_size: int | None = None,
+) -> torch.Tensor:
+    """Uniform quantization of `w` (module docstring), returned in w's shape and dtype.
 
-    def __init__(self, bits: int, when: When = "train_and_eval") -> None:
+    Args:
+        w: Any tensor; groups run along its last dimension.
+        bits: Bit width, an int, or a tensor of widths, one per group, of shape
+            w.shape[:-1] + (w.shape[-1] // group_size,) (with group_size None: a 0-d tensor).
+        symmetric: True: round(w / s) * s, s = max|w| / (2^(bits-1) - 1) per group (bits >= 2);
+            False: min-max with an integer zero point, s = (max - min) / (2^bits - 1),
+            z = round(-min / s), q = (clamp(round(w / s) + z, 0, 2^bits - 1) - z) * s (bits >= 1).
+        group_size: Entries per group along the last dimension (must divide it); None: one group.
+
+    A group whose scale is 0 (all entries equal to 0, or equal, when asymmetric) is returned as is.
+    The scale is computed from w.detach() (no gradient through it).
+    """
+    if group_size is None:
+        groups = w.reshape(1, -1)
+    else:
+        if w.ndim == 0 or w.shape[-1] % group_size:
+            raise ValueError(f"group_size {group_size} must divide the last dimension of {tuple(w.shape)}")
+        groups = w.reshape(*w.shape[:-1], w.shape[-1] // group_size, group_size)
+    b = torch.as_tensor(bits, device=w.device)
+    if b.ndim:
+        if tuple(b.shape) != tuple(groups.shape[:-1]):
+            raise ValueError(f"bits has shape {tuple(b.shape)}, expected one width per group {tuple(groups.shape[:-1])}")
+        b = b.unsqueeze(-1)
+    low = 2 if symmetric else 1
+    if int(b.min()) < low:
+        raise ValueError(f"bits must be >= {low} ({'1 bit leaves no nonzero level' if symmetric else 'one level'}), "
+                         f"got {int(b.min())}")
+    ref = groups.detach()
+    if symmetric:
+        levels = (2 ** (b - 1) - 1).to(w.dtype)
+        scale = ref.abs().amax(dim=-1, keepdim=True) / levels
+        q = torch.round(groups / scale) * scale
+    else:
+        levels = (2**b - 1).to(w.dtype)
+        lo, hi = ref.amin(dim=-1, keepdim=True), ref.amax(dim=-1, keepdim=True)
+        scale = (hi - lo) / levels
+        zero = torch.round(-lo / scale)
+        q = (torch.clamp(torch.round(groups / scale) + zero, torch.zeros_like(levels), levels) - zero) * scale
+    return torch.where(scale == 0, groups, q).reshape(w.shape)
+
+
+class UniformBits(_Reduction):
+    """q(w) = round(w / s) * s, s = max|w| / (2^(bits-1) - 1): symmetric, per tensor (the
+    defaults); `group_size` and `symmetric=False` as in `quantize_uniform`."""
+
+    def __init__(self, bits: int, when: When = "train_and_eval", symmetric: bool = True,
+                 group_size: int | None = None) -> None:
         super().__init__(when)
         if bits < 2:
             raise ValueError(f"bits must be >= 2 (1 bit leaves no nonzero level), got {bits}")
         self.bits, self.levels = bits, 2 ** (bits - 1) - 1
+        self.symmetric, self.group_size = symmetric, group_size
 
     def quantize(self, w: torch.Tensor) -> torch.Tensor:
-        scale = w.detach().abs().max() / self.levels
-        if scale == 0:
-            return w
-        return torch.round(w / scale) * scale
+        return quantize_uniform(w, self.bits, self.symmetric, self.group_size)
 
     def extra_repr(self) -> str:
-        return f"bits={self.bits}, when={self.when}"
+        extra = "" if self.symmetric else ", symmetric=False"
+        extra += f", group_size={self.group_size}" if self.group_size else ""
+        return f"bits={self.bits}, when={self.when}{extra}"
 
 
 def constrainable_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
