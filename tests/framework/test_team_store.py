@@ -22,7 +22,7 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from services import missing_postgres, mlflow_server, postgres, require
-from test_resume import KILL_AT
+from kill_resume import KILL_AT
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "specs/cvm_fairness/tiny.yaml"
