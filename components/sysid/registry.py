@@ -1,6 +1,14 @@
-"""Registry entries of the sysid family (drift_sysid): data only, importing this imports nothing."""
+"""Registry entries of the sysid family (drift_sysid, monotone_barrier): data only, importing this imports nothing."""
 
 KINDS = {
+    "monotone_systems": {
+        "noun": "monotone system",
+        "contract": (
+            "Nested in barrier_synthesis's `system:`: a black-box simulator, step(x) mapping a numpy batch (B, dim) "
+            "to the next states (B, dim) inside [0, high]^dim, monotone (x <= y componentwise gives step(x) <= "
+            "step(y)); attributes dim, high, init_high (the initial set [0, init_high]^dim) and unsafe_low (the "
+            "unsafe set {max_i x_i >= unsafe_low}); components/sysid/monotone.py."),
+    },
     "step_rules": {
         "noun": "step rule",
         "contract": (
@@ -22,5 +30,11 @@ ENTRIES = {
         "synthetic_degradation": "components.sysid.streams:SyntheticDegradation",
         "cmapss": "components.sysid.streams:CMAPSS",
     },
-    "tasks": {"online_identification": "components.sysid.task:OnlineIdentification"},
+    "tasks": {
+        "online_identification": "components.sysid.task:OnlineIdentification",
+        "barrier_synthesis": "components.sysid.certify:BarrierSynthesis",  # monotone_barrier
+    },
+    # monotone_barrier
+    "monotone_systems": {"freeway_ctm": "components.sysid.monotone:FreewayCTM"},
+    "claim_functions": {"loglog_slopes_by_seed": "components.sysid.claims:loglog_slopes_by_seed"},
 }
