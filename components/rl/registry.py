@@ -25,6 +25,15 @@ KINDS = {
             "reward.observe(episodes) to learn from the outcome-labelled episodes; its state lives in "
             "buffers (checkpointed with the task); components/rl/rewards.py."),
     },
+    "replay_buffers": {
+        "noun": "replay buffer",
+        "contract": (
+            "An object nested in an off-policy task's `replay:`; configure(goal_layout or None), "
+            "add(episodes, horizon) stores a rollout, ready() says whether updates may start, sample(n) -> "
+            "{obs, action, next_obs, reward, terminal, future_obs} tensors (n, ...), goals relabelled when "
+            "it relabels; state_dict() / load_state_dict() plain tensors, saved by the task in checkpoints; "
+            "components/rl/replay.py."),
+    },
 }
 
 ENTRIES = {
@@ -36,10 +45,17 @@ ENTRIES = {
         "slippery_grid": "components.rl.envs:SlipperyGrid",
         # pd_autoscale
         "pd_serving": "components.rl.serving:PDServing",
+        # macrl
+        "ma_goal_reach": "components.rl.goal_envs:MAGoalReach",
+        "vmas_goal": "components.rl.goal_envs:VmasGoal",
     },
     "reward_models": {
         # dense_reward
         "visitation_matching": "components.rl.rewards:VisitationMatching",
+    },
+    "replay_buffers": {
+        # macrl
+        "episode_replay": "components.rl.replay:EpisodeReplay",
     },
     "data": {
         "rollouts": "components.rl.data:Rollouts",
@@ -54,10 +70,18 @@ ENTRIES = {
         "threshold_autoscaler": "components.rl.serving:ThresholdAutoscaler",
         "static_pool": "components.rl.serving:StaticPool",
         "pool_actor_critic": "components.rl.serving:PoolActorCritic",
+        # macrl
+        "shared_gaussian_actor": "components.rl.goal_nets:SharedGaussianActor",
+        "twin_q": "components.rl.goal_nets:TwinQ",
+        "contrastive_critic": "components.rl.goal_nets:ContrastiveCritic",
+        "uniform_random": "components.rl.goal_nets:UniformRandom",
     },
     "tasks": {
         "reinforce": "components.rl.tasks:Reinforce",
         "ppo": "components.rl.tasks:PPO",
         "behavior_cloning": "components.rl.tasks:BehaviorCloning",
+        # macrl (off-policy)
+        "sac": "components.rl.offpolicy:SAC",
+        "contrastive_rl": "components.rl.offpolicy:ContrastiveRL",
     },
 }
