@@ -131,11 +131,7 @@ class VmasGoal(VectorEnv):
     def __init__(self, scenario: str = "navigation", agents: PositiveInt = 4, tolerance: PositiveFloat = 0.1,
                  max_episode_steps: PositiveInt = 100, num_envs: PositiveInt = 64,
                  kwargs: dict[str, Any] | None = None) -> None:
-        try:
-            import vmas
-        except ImportError as error:
-            raise ImportError("vmas_goal needs the package `vmas` (the `rl` extra: pip install 'expspec[rl]'); "
-                              "nothing is downloaded at run time") from error
+        vmas = require("vmas", "vmas_goal")
         self.vmas_env = vmas.make_env(scenario, num_envs=num_envs, device="cpu", continuous_actions=True,
                                       n_agents=agents, max_steps=None, **(kwargs or {}))
         self.agents, self.tolerance, self.max_episode_steps, self.num_envs = agents, tolerance, max_episode_steps, num_envs
