@@ -23,6 +23,20 @@ Arrays = dict[str, np.ndarray]
 SPLITS = ("train", "val", "test")
 
 
+class StepIndices(Dataset):
+    """Items 0..n-1, each its index as a scalar tensor: the batches of a task that draws its own
+    data (a plain optimization loop, a simulator), with `batch_size=None`."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor(index)
+
+
 class TensorDictDataset(Dataset):
     """Rows of same-length tensors; `__getitems__` returns a whole batch as one dict."""
 

@@ -9,20 +9,9 @@ test evaluates the final iterate once.
 from __future__ import annotations
 
 import lightning as L
-import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
+from components.data.base import StepIndices
 from components.types import PositiveInt
-
-
-class _Steps(Dataset):
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: int) -> torch.Tensor:
-        return torch.tensor(index)
 
 
 class OracleSteps(L.LightningDataModule):
@@ -40,7 +29,7 @@ class OracleSteps(L.LightningDataModule):
 
     def _loader(self, n: int) -> DataLoader:
         # batch_size=None: no collation, each batch is the index itself; no shuffling.
-        return DataLoader(_Steps(n), batch_size=None, shuffle=False)
+        return DataLoader(StepIndices(n), batch_size=None, shuffle=False)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(self.num_steps)
