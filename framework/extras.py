@@ -22,6 +22,9 @@ EXTRAS = {
     "tensordict": "rl",
     "vmas": "rl",
     "motornet": "motor",
+    "cvxpy": "sdp",
+    "clarabel": "sdp",
+    "scs": "sdp",
 }
 # a package two extras bring -> the other one
 ALSO = {"transformers": "diffusion", "gymnasium": "motor"}
