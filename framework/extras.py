@@ -25,6 +25,8 @@ EXTRAS = {
     "cvxpy": "sdp",
     "clarabel": "sdp",
     "scs": "sdp",
+    "torch_geometric": "graph",
+    "captum": "graph",
 }
 # a package two extras bring -> the other one
 ALSO = {"transformers": "diffusion", "gymnasium": "motor"}

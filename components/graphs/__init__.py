@@ -1,0 +1,1 @@
+"""Spatio-temporal graph forecasting with explanation masks (stgib): synthetic and local traffic graphs, an edge-masked GNN forecaster, the forecasting task with its information-bottleneck loss and explanation metrics."""
