@@ -27,6 +27,7 @@ EXTRAS = {
     "scs": "sdp",
     "torch_geometric": "graph",
     "captum": "graph",
+    "vbll": "vbll",
 }
 # a package two extras bring -> the other one
 ALSO = {"transformers": "diffusion", "gymnasium": "motor"}
