@@ -87,7 +87,7 @@ def test_entries_of_an_unknown_kind_are_an_error(monkeypatch: pytest.MonkeyPatch
     "name, message",
     [
         ("adamw_", "unknown optimizer 'adamw_'. Did you mean 'adamw'?"),
-        ("zzz", "unknown optimizer 'zzz'. Known optimizers: adam, adamw, sgd."),
+        ("zzz", "unknown optimizer 'zzz'. Known optimizers: adam, adamw, landing_adam, sgd."),
     ],
 )
 def test_unknown_name(name: str, message: str) -> None:

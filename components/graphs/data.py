@@ -172,7 +172,7 @@ class TrafficGraphFiles(GraphWindows):
     The folder is `root`, else $EXPSPEC_TRAFFIC_DIR (e.g. PEMS04 or PEMS08 from the ASTGCN release).
     """
 
-    def __init__(self, name: str = "PEMS08", root: str | None = None, max_steps: int | None = None,
+    def __init__(self, name: str = "PEMS08", root: str | None = None, max_steps: PositiveInt | None = None,
                  lags: PositiveInt = 12, horizon: PositiveInt = 3, batch_size: PositiveInt = 64,
                  val_fraction: ProperFraction = 0.2, test_fraction: ProperFraction = 0.2) -> None:
         super().__init__(lags, horizon, batch_size, val_fraction, test_fraction)

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from components.tasks.supervised import optimizers_config
+from components.types import PositiveInt
 from framework.extras import require
 
 
@@ -64,7 +65,7 @@ class GraphForecasting(L.LightningModule):
 
     def __init__(self, model: nn.Module, optimizer: Callable[..., torch.optim.Optimizer],
                  scheduler: Callable[..., dict[str, Any]] | None = None, beta: float = 0.0, prior: float = 0.3,
-                 attribution: Literal["none", "integrated_gradients"] = "none", ig_steps: int = 16) -> None:
+                 attribution: Literal["none", "integrated_gradients"] = "none", ig_steps: PositiveInt = 16) -> None:
         super().__init__()
         if not 0.0 < prior < 1.0:
             raise ValueError(f"prior must be in (0, 1), got {prior}")

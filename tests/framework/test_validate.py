@@ -60,7 +60,7 @@ def test_good_spec_gets_every_default(tmp_path: Path, monkeypatch: pytest.Monkey
         ("{type: adam,", "{type: adamw_,",
          "s.yaml:15:19: optimizer.type: unknown optimizer 'adamw_'. Did you mean 'adamw'?"),
         ("{type: adam,", "{type: zzz,",
-         "s.yaml:15:19: optimizer.type: unknown optimizer 'zzz'. Known optimizers: adam, adamw, sgd."),
+         "s.yaml:15:19: optimizer.type: unknown optimizer 'zzz'. Known optimizers: adam, adamw, landing_adam, sgd."),
         ("lr: 1.0e-3", "lr: fast",
          "s.yaml:15:29: optimizer.lr: expected a number > 0, got string 'fast'"),
         ("lr: 1.0e-3", "lr: '1e-3'",
