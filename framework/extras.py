@@ -25,9 +25,10 @@ EXTRAS = {
     "cvxpy": "sdp",
     "clarabel": "sdp",
     "scs": "sdp",
+    "nilearn": "brain",
+    "vbll": "vbll",
     "torch_geometric": "graph",
     "captum": "graph",
-    "vbll": "vbll",
 }
 # a package two extras bring -> the other one
 ALSO = {"transformers": "diffusion", "gymnasium": "motor"}
