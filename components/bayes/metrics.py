@@ -15,11 +15,11 @@ from __future__ import annotations
 import torch
 from torchmetrics.functional.classification import multiclass_calibration_error
 
-from components.metrics.standard import _ClassificationMetric
+from components.metrics.standard import ClassificationMetric
 from components.types import PositiveInt
 
 
-class _ProbabilityMetric(_ClassificationMetric):
+class _ProbabilityMetric(ClassificationMetric):
     higher_is_better = False
 
     def update(self, outputs: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:

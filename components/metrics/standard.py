@@ -40,7 +40,7 @@ def _check_average(average: str) -> str:
     return average
 
 
-class _ClassificationMetric(Metric):
+class ClassificationMetric(Metric):
     """Stores one row per example (see `_rows`) and the class count inferred from the outputs."""
 
     is_differentiable = False
@@ -92,7 +92,7 @@ def _hard_labels(outputs: torch.Tensor) -> torch.Tensor:
     return outputs.argmax(dim=1)
 
 
-class _HardLabelScore(_ClassificationMetric):
+class _HardLabelScore(ClassificationMetric):
     """A score of the hard labels (top class, or logit > 0 for one output column): one
     torchmetrics.functional call, `score`, with the subclass's `average`."""
 
@@ -143,7 +143,7 @@ class F1(_HardLabelScore):
         super().__init__(average)
 
 
-class AUROC(_ClassificationMetric):
+class AUROC(ClassificationMetric):
     """Area under the ROC curve of predicted probabilities.
 
     Binary (one or two output columns): the probability of class 1, sigmoid of the single logit
