@@ -1,9 +1,9 @@
 """One small figure per claim, written by `exp reproduce --write-readme` and linked under the README's
 table: what the check read, and what it tested.
 
-Where: a paper folder's figures are `<folder>/figures/<claim>.png`, next to the README that links
-them, so a paper's results live in its own folder (spec discovery reads only YAML files:
-framework/discovery.py). A claim that ran and read or compared something has a figure; every
+Where: the figures of `<root>/specs/<paper>/` are `<root>/docs/claims/<paper>/<claim>.png` (a specs
+folder holds only YAML and README files: framework/discovery.py); a paper folder elsewhere keeps
+them in its own `figures/`. A claim that ran and read or compared something has a figure; every
 other PNG there (a claim renamed, removed or not run) is deleted by the same command.
 
 What: panel 1, "what was read" (`Outcome.read`): each arm's metric over its seeds as points with
@@ -40,8 +40,12 @@ MAX_ARM_TICKS = 3  # more arms than this (or long names) are numbered, their nam
 
 
 def figure_dir(folder: str | Path) -> Path:
-    """Where a paper folder's claim figures go: `<folder>/figures/`."""
-    return Path(folder).resolve() / "figures"
+    """Where a paper folder's claim figures go: `<root>/docs/claims/<paper>/` for `<root>/specs/<paper>/`,
+    else `<folder>/figures/`."""
+    folder = Path(folder).resolve()
+    if folder.parent.name == "specs":
+        return folder.parent.parent / "docs" / "claims" / folder.name
+    return folder / "figures"
 
 
 def has_figure(outcome: Outcome) -> bool:

@@ -370,18 +370,19 @@ def test_reproduce_default_tier_passes_logs_and_rewrites_readme(tracked: str, tm
 
 
 def test_write_readme_draws_a_figure_per_claim_and_links_it(tracked: str, tmp_path: Path) -> None:
-    """specs/<paper>/ gets its figures in specs/<paper>/figures/, linked under the table; a second
+    """specs/<paper>/ gets its figures in docs/claims/<paper>/, linked under the table; a second
     --write-readme writes the same bytes; a renamed claim's figure is deleted; the README check
     (tests/specs/test_reproduce.py) accepts the block and still catches a stale table."""
     (tmp_path / "specs").mkdir()
     folder = _folder(tmp_path / "specs", HEADLINE + LEARNS, "  t: {spec: tiny.yaml}\n  s: {spec: seeds.yaml}\n")
-    figures = folder / "figures"
+    figures = tmp_path / "docs" / "claims" / "demo_paper"
     outcomes = reproduce(folder, write_readme=True, echo=lambda *_: None)
     assert sorted(p.name for p in figures.iterdir()) == ["learns.png", "seeds_learn.png"]
     assert all(p.stat().st_size < 100_000 for p in figures.iterdir())
     written = readme_table(folder / "README.md")
     assert written == readme_block(folder, outcomes) and written.endswith(
-        "threshold dashed): [seeds_learn](figures/seeds_learn.png) · [learns](figures/learns.png)")
+        "threshold dashed): [seeds_learn](../../docs/claims/demo_paper/seeds_learn.png) · "
+        "[learns](../../docs/claims/demo_paper/learns.png)")
     assert table_differences(written, readme_block(folder, outcomes)) == []
     stale = written.replace("| pass |", "| FAIL |", 1)
     assert table_differences(stale, readme_block(folder, outcomes))

@@ -91,7 +91,7 @@ def test_figures_are_small_deterministic_and_stale_ones_go(tmp_path: Path) -> No
     stale.write_bytes(b"old")
     not_run = Outcome(_claim("a['test/gap'] < 1", "full_tier"), False, ran=False)
     written = write_figures(folder, [*_outcomes(), not_run])
-    assert figure_dir(folder) == folder.resolve() / "figures"
+    assert figure_dir(folder) == tmp_path / "docs" / "claims" / "demo"
     assert sorted(p.name for p in figure_dir(folder).iterdir()) == sorted(f"{name}.png" for name in CHECKS)
     assert written == [figure_dir(folder) / f"{name}.png" for name in CHECKS]
     sizes = {p.name: p.stat().st_size for p in written}
@@ -108,15 +108,13 @@ def test_the_readme_block_links_each_figure_under_the_table(tmp_path: Path) -> N
     outcomes = [*_outcomes()[:2], Outcome(_claim("a['test/gap'] < 1", "full_tier"), False, ran=False)]
     assert [has_figure(o) for o in outcomes] == [True, True, False]
     links = ("Figures (what each check read; what it compared, threshold dashed): "
-             "[arms](figures/arms.png) · [log_curve](figures/log_curve.png)")
+             "[arms](../../docs/claims/demo/arms.png) · [log_curve](../../docs/claims/demo/log_curve.png)")
     assert figure_links(folder, outcomes) == links
     assert readme_block(folder, outcomes).endswith("| full tier, not run |\n\n" + links)
     assert figure_links(folder, outcomes[2:]) == ""
 
 
-def test_a_paper_folder_keeps_its_figures_in_its_own_folder(tmp_path: Path) -> None:
-    """In specs/ or elsewhere: a paper's results (README, record, figures) live in its folder."""
-    assert figure_dir(_paper(tmp_path)) == (tmp_path / "specs" / "demo").resolve() / "figures"
+def test_a_paper_folder_outside_specs_keeps_its_figures(tmp_path: Path) -> None:
     folder = tmp_path / "my_paper"
     folder.mkdir()
     assert figure_dir(folder) == folder.resolve() / "figures"

@@ -54,7 +54,7 @@ def test_validate_of_a_folder_checks_specs_and_claims_not_fragments_or_recorded_
     (folder / "_part.yaml").write_text("optimizer: {type: adamw}\n")
     assert main(["validate", "--format", "json", str(folder)]) == 0
     checked = {Path(r["file"]).name for r in json.loads(capsys.readouterr().out)["files"]}
-    specs = {p.name for p in folder.iterdir() if p.name not in ("README.md", "results.lock.yaml", "figures") and p.name[0] != "_"}
+    specs = {p.name for p in folder.iterdir() if p.name not in ("README.md", "results.lock.yaml") and p.name[0] != "_"}
     assert checked == specs and "claims.yaml" in checked
 
 
