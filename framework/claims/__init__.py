@@ -41,7 +41,8 @@ and `<!-- claims:end -->`, and exits non-zero when a headline or supporting clai
 
 Modules: `schema` (the file and its checks), `expressions` (the check language), `functions`
 (what a check can call), `report` (the table and the README), `figures` (a figure per claim, linked
-under the README's table), `reproduction` (obtaining the runs, checking, logging).
+under the README's table), `reproduction` (obtaining the runs, checking, logging), `papers` (the repository README's table
+of papers, read from the papers' generated tables).
 """
 
 from framework.claims.expressions import ACCESSORS, Numbers, control_results, evaluate, parse_check, used_aliases

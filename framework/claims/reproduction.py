@@ -65,8 +65,12 @@ def reproduce(folder: str | Path, fresh: bool = False, write_readme: bool = Fals
         from framework.claims.figures import figure_dir, write_figures
 
         figures = write_figures(folder, outcomes)
+        from framework.claims.papers import rewrite_papers_table
+
         rewrite_readme(folder / "README.md", readme_block(folder, outcomes, full))
         echo(f"rewrote the claims table in {folder / 'README.md'} and {len(figures)} figure(s) in {figure_dir(folder)}")
+        if (root_readme := rewrite_papers_table(folder)) is not None:
+            echo(f"rewrote the table of papers in {root_readme}")
     return outcomes
 
 
