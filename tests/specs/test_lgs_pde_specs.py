@@ -69,6 +69,8 @@ PAPER_SHAPED = {  # shaped like the paper's result (30.2% against 56.1% at 20 st
                     "test/reconstruction_l2re": [0.08, 0.08, 0.08]}, **PERSISTENCE),
     "deterministic_noise": seeds(**{"test/l2re_20": [0.56, 0.55, 0.57], "test/l2re_1": [0.10, 0.10, 0.11]}, **PERSISTENCE),
     "deterministic": seeds(**{"test/l2re_20": [0.70, 0.72, 0.69]}, **PERSISTENCE),
+    "lgs_vae_short": seeds(**{"test/reconstruction_l2re": [0.95, 0.98, 0.98], "test/l2re_20": [1.08, 0.99, 1.03]},
+                           **PERSISTENCE),   # the VAE after 10 steps
     "no_noise": seeds(**{"test/l2re_20": [0.45, 0.47, 0.44]}, **PERSISTENCE),
     "lgs_long": seeds(**{"test/l2re_20": [0.25, 0.26, 0.24]}, **PERSISTENCE),
     "deterministic_noise_long": seeds(**{"test/l2re_20": [0.50, 0.49, 0.52]}, **PERSISTENCE),

@@ -120,8 +120,6 @@ def test_prose_check_catches_contradictions(prose: str, problem: str | None) -> 
 # real run). Each is a debt the table shows as "no run control"; the list may only shrink: a claim
 # given a run control leaves it, and a new claim without one fails here.
 WITHOUT_RUN_CONTROL: dict[str, set[str]] = {
-    "elm_budget": {"interior_optimum_at_fixed_budget"},
-    "lgs_pde": {"vae_keeps_the_fields"},
     "sae_replay": {"dense_sweep_non_increasing"},
 }
 
