@@ -5,7 +5,9 @@ step. So the data module holds the environment (`env:`, an `envs` node) and its 
 step indices: the train loader `iterations` indices per epoch (one rollout of `env.num_envs`
 episodes each: a training step collects them, computes the loss and updates), the test loader
 `test_batches` indices (one evaluation rollout each, on a copy of the env seeded with
-`test_seed`, so every arm of a comparison is tested on the same episodes' random draws).
+`test_seed`, so every arm of a comparison is tested on the same episodes' random draws). An env
+(or a layer of it) with a `use_test_split()` method is switched to its held-out part in that copy
+(pd_serving's `test_window` of a trace file).
 
 `info()` gives the sizes the builder checks against the model: in_features (the flat observation
 width, without an `action_mask` key) and num_actions (a Discrete space's n, a Box's dimensions).
@@ -75,10 +77,14 @@ class Rollouts(L.LightningDataModule):
             self.env.reset(seed=self.seed)
             self._seeded = True
         if stage in (None, "test"):
+            from components.rl.envs import env_layers
+
             self.test_env = copy.deepcopy(self.env)
-            for layer in [self.test_env, *getattr(self.test_env, "envs", [])]:
+            for layer in env_layers(self.test_env):
                 if hasattr(layer, "update_running_mean"):  # normalize_observation: frozen at test
                     layer.update_running_mean = False
+                if hasattr(layer, "use_test_split"):  # e.g. pd_serving's test_window of a trace file
+                    layer.use_test_split()
             self.test_env.reset(seed=self.test_seed)
 
     def train_dataloader(self) -> DataLoader:

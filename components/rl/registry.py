@@ -67,9 +67,9 @@ ENTRIES = {
         # dense_reward
         "grid_goal_seeking": "components.rl.policies:GridGoalSeeking",
         # pd_autoscale
-        "threshold_autoscaler": "components.rl.serving:ThresholdAutoscaler",
-        "static_pool": "components.rl.serving:StaticPool",
-        "pool_actor_critic": "components.rl.serving:PoolActorCritic",
+        "threshold_autoscaler": "components.rl.autoscalers:ThresholdAutoscaler",
+        "static_pool": "components.rl.autoscalers:StaticPool",
+        "pool_actor_critic": "components.rl.autoscalers:PoolActorCritic",
         # macrl
         "shared_gaussian_actor": "components.rl.goal_nets:SharedGaussianActor",
         "twin_q": "components.rl.goal_nets:TwinQ",

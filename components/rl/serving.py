@@ -1,5 +1,5 @@
 """pd_autoscale's serving simulator: prefill/decode (PD) disaggregated LLM serving as a gymnasium
-vector env (`envs` kind), and the parameter-free autoscaling policies it is compared with.
+vector env (`envs` kind). The policies that act in it: components/rl/autoscalers.py.
 
 `PDServing` steps `num_envs` independent clusters in numpy, one decision every `tick` seconds
 (a window). Each window:
@@ -10,8 +10,9 @@ vector env (`envs` kind), and the parameter-free autoscaling policies it is comp
   and the length means drift by a slow random walk (`trace: synthetic`, all draws from
   env.np_random); or the requests of a trace file binned into windows (`trace: file`, a CSV of
   timestamp, prompt tokens, output tokens per request: Azure LLM inference / ShareGPT-replay
-  layout), each episode starting at a random offset inside the `window` fraction of the file (train
-  and test envs take disjoint fractions: held-out traces).
+  layout), each episode starting at a random offset inside the `window` fraction of the file; the
+  test copy the rollouts data module makes draws from `test_window` instead (`use_test_split`), a
+  fraction that may not overlap `window`: held-out traces.
 - Prefill pool (compute bound): `prefill_rate` prompt tokens/s per ready pod. Utilization
   rho = (prompt tokens + backlog) / capacity; what exceeds capacity is carried as backlog. P99
   TTFT = the P99 prompt's prefill time x (1 + ln(100) rho / (1 - rho)) (an M/M/1-style tail of the
@@ -52,11 +53,8 @@ import os
 from typing import Any, Literal
 
 import numpy as np
-import torch
-from torch import nn
 
 from framework.extras import require
-from components.rl.policies import ActorCritic
 from components.types import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Probability
 
 gym = require("gymnasium", "the pd_autoscale serving simulator")
@@ -122,6 +120,20 @@ def read_trace(path: str) -> np.ndarray:
     return data
 
 
+def check_windows(trace: str, window: tuple[float, float], test_window: tuple[float, float] | None) -> None:
+    """PDServing's trace fractions: each [start, end) inside [0, 1]; a test_window only on a trace
+    file, and disjoint from `window` (else test episodes replay training requests)."""
+    for name, part in (("window", window), ("test_window", test_window or window)):
+        if not 0 <= part[0] < part[1] <= 1:
+            raise ValueError(f"{name} must be [start, end) fractions with start < end, got {part}")
+    if test_window is not None and trace != "file":
+        raise ValueError("test_window splits a trace file (trace: file); the synthetic trace draws new "
+                         "requests for every episode and has no part to hold out")
+    if test_window is not None and test_window[0] < window[1] and window[0] < test_window[1]:
+        raise ValueError(f"test_window {test_window} overlaps window {window}: test episodes would replay "
+                         f"training requests; give disjoint fractions, e.g. window [0, 0.8], test_window [0.8, 1]")
+
+
 class PDServing(VectorEnv):
     """The serving simulator (module docstring).
 
@@ -131,7 +143,9 @@ class PDServing(VectorEnv):
         tick: Seconds per window (one decision).
         trace: `synthetic` (the generator below) or `file` (`trace_path` or $PD_AUTOSCALE_TRACE).
         trace_path: The CSV trace (trace: file).
-        window: The fraction [start, end) of the trace file episodes are drawn from.
+        window: The fraction [start, end) of the trace file training episodes are drawn from.
+        test_window: The fraction test episodes are drawn from (trace: file; disjoint from
+            `window`). Default: `window` (test episodes then replay training requests).
         base_rate: Mean arrivals per second (synthetic; with a file, the file's mean: the scale of
             the observation).
         amplitude: Relative amplitude of the periodic load swing.
@@ -156,7 +170,8 @@ class PDServing(VectorEnv):
 
     def __init__(self, num_envs: PositiveInt = 16, max_episode_steps: PositiveInt = 60, tick: PositiveFloat = 30.0,
                  trace: Literal["synthetic", "file"] = "synthetic", trace_path: str | None = None,
-                 window: tuple[Probability, Probability] = (0.0, 1.0), base_rate: PositiveFloat = 20.0,
+                 window: tuple[Probability, Probability] = (0.0, 1.0),
+                 test_window: tuple[Probability, Probability] | None = None, base_rate: PositiveFloat = 20.0,
                  amplitude: Probability = 0.5, period: PositiveFloat = 60.0, burst_prob: Probability = 0.03,
                  burst_len: PositiveInt = 4, burst_size: NonNegativeFloat = 0.6, prompt_mean: PositiveFloat = 600.0,
                  output_mean: PositiveFloat = 250.0, length_sigma: NonNegativeFloat = 1.0,
@@ -171,10 +186,10 @@ class PDServing(VectorEnv):
             raise ValueError(f"trace must be synthetic or file, got {trace!r}")
         if min_pods > max_pods:
             raise ValueError(f"min_pods ({min_pods}) > max_pods ({max_pods})")
-        if not 0 <= window[0] < window[1] <= 1:
-            raise ValueError(f"window must be [start, end) fractions with start < end, got {window}")
+        check_windows(trace, window, test_window)
         self.num_envs, self.max_episode_steps, self.tick = num_envs, max_episode_steps, tick
         self.trace, self.window = trace, tuple(window)
+        self.test_window = tuple(test_window) if test_window is not None else None
         self.base_rate, self.amplitude, self.period = base_rate, amplitude, period
         self.burst_prob, self.burst_len, self.burst_size = burst_prob, burst_len, burst_size
         self.prompt_mean, self.output_mean, self.length_sigma, self.length_drift = prompt_mean, output_mean, length_sigma, length_drift
@@ -199,17 +214,8 @@ class PDServing(VectorEnv):
             raise ValueError("tpot_slo_ms is below tpot_tail x decode_base_ms: no load meets it")
         self.requests: np.ndarray | None = None
         if trace == "file":
-            from components.local_assets import local_path
-
-            path = local_path("pd_serving", "env.trace_path", trace_path, "PD_AUTOSCALE_TRACE",
-                              "request trace CSV (timestamp, prompt tokens, output tokens per request)",
-                              how="Export the ShareGPT-replay or Azure LLM inference trace as a CSV")
-            self.requests = read_trace(path)
-            span = self.requests[-1, 0]
-            if span * (window[1] - window[0]) < max_episode_steps * tick:
-                raise ValueError(f"trace {path}: its window {window} spans {span * (window[1] - window[0]):.0f} s, "
-                                 f"less than one episode ({max_episode_steps} x {tick} s)")
-            self.base_rate = len(self.requests) / max(span, tick)
+            self.requests = self._read_file(trace_path)
+            self.base_rate = len(self.requests) / max(self.requests[-1, 0], tick)
         self.metadata = {"autoreset_mode": AutoresetMode.DISABLED}
         self.single_observation_space = gym.spaces.Dict({
             "features": gym.spaces.Box(-np.inf, np.inf, (len(OBSERVATION),), np.float32),
@@ -218,6 +224,26 @@ class PDServing(VectorEnv):
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gym.spaces.MultiDiscrete(np.full(num_envs, 9))
         self._alloc()
+
+    def _read_file(self, trace_path: str | None) -> np.ndarray:
+        """The trace file's requests (read_trace), refused when a window holds less than an episode."""
+        from components.local_assets import local_path
+
+        path = local_path("pd_serving", "env.trace_path", trace_path, "PD_AUTOSCALE_TRACE",
+                          "request trace CSV (timestamp, prompt tokens, output tokens per request)",
+                          how="Export the ShareGPT-replay or Azure LLM inference trace as a CSV")
+        requests = read_trace(path)
+        span, episode = requests[-1, 0], self.max_episode_steps * self.tick
+        for name, part in (("window", self.window), ("test_window", self.test_window or self.window)):
+            if span * (part[1] - part[0]) < episode:
+                raise ValueError(f"trace {path}: its {name} {part} spans {span * (part[1] - part[0]):.0f} s, "
+                                 f"less than one episode ({self.max_episode_steps} x {self.tick} s)")
+        return requests
+
+    def use_test_split(self) -> None:
+        """Make this env (the rollouts' test copy) draw its episodes from `test_window`."""
+        if self.test_window is not None:
+            self.window = self.test_window
 
     # --- state ---------------------------------------------------------------------------------
     def _alloc(self) -> None:
@@ -284,33 +310,38 @@ class PDServing(VectorEnv):
         tokens = np.where(mean > 0, rng.gamma(shape, np.where(mean > 0, var / np.maximum(mean, 1e-9), 1.0)), 0.0)
         return count, tokens[:, 0], tokens[:, 1]
 
+    def _apply_changes(self, change: np.ndarray, live: np.ndarray) -> None:
+        """Start one window of the live clusters: pending pods age (those done start-up become
+        ready), then each pool's change (-1, 0, +1) is applied within [min_pods, max_pods]."""
+        # pods finishing their start-up become ready; the pending queue shifts by one window
+        self.ready += np.where(live[:, None], self.pending[:, :, 0], 0)
+        self.pending[live] = np.concatenate([self.pending[live][:, :, 1:], np.zeros((int(live.sum()), 2, 1), np.int64)], 2)
+        total = self.ready + self.pending.sum(2)
+        add = (change > 0) & (total < self.max_pods) & live[:, None]
+        rem = (change < 0) & (total > self.min_pods) & live[:, None]
+        if self.startup:
+            self.pending[:, :, -1] += add
+        else:
+            self.ready += add
+        pend = self.pending.sum(2)
+        # remove a pending pod first (the newest), else a ready one (never below min_pods ready)
+        has_pend = rem & (pend > 0)
+        for k in range(self.pending.shape[2] - 1, -1, -1):
+            take = has_pend & (self.pending[:, :, k] > 0)
+            self.pending[:, :, k] -= take
+            has_pend &= ~take
+        rem_ready = rem & (pend == 0) & (self.ready > self.min_pods)
+        self.ready -= rem_ready
+        changed = add | (rem & ((pend > 0) | rem_ready))
+        self.events += changed.sum(1) * live
+        self.cool = np.where(changed, self.cooldown, np.maximum(self.cool - live[:, None], 0))
+
     def _serve(self, change: np.ndarray, first: bool = False) -> np.ndarray:
         """Apply the pools' changes, serve one window, update features; returns the SLO violations
         of the window (0, 1 or 2: P99 TTFT over target, P99 TPOT over target)."""
         live = ~self.done
         if not first:
-            # pods finishing their start-up become ready; the pending queue shifts by one window
-            self.ready += np.where(live[:, None], self.pending[:, :, 0], 0)
-            self.pending[live] = np.concatenate([self.pending[live][:, :, 1:], np.zeros((int(live.sum()), 2, 1), np.int64)], 2)
-            total = self.ready + self.pending.sum(2)
-            add = (change > 0) & (total < self.max_pods) & live[:, None]
-            rem = (change < 0) & (total > self.min_pods) & live[:, None]
-            if self.startup:
-                self.pending[:, :, -1] += add
-            else:
-                self.ready += add
-            pend = self.pending.sum(2)
-            # remove a pending pod first (the newest), else a ready one (never below min_pods ready)
-            has_pend = rem & (pend > 0)
-            for k in range(self.pending.shape[2] - 1, -1, -1):
-                take = has_pend & (self.pending[:, :, k] > 0)
-                self.pending[:, :, k] -= take
-                has_pend &= ~take
-            rem_ready = rem & (pend == 0) & (self.ready > self.min_pods)
-            self.ready -= rem_ready
-            changed = add | (rem & ((pend > 0) | rem_ready))
-            self.events += changed.sum(1) * live
-            self.cool = np.where(changed, self.cooldown, np.maximum(self.cool - live[:, None], 0))
+            self._apply_changes(change, live)
         count, prompt, output = self._arrivals()
         # prefill: compute bound, backlog carried
         cap_p = self.ready[:, 0] * self.prefill_rate * self.tick
@@ -400,95 +431,3 @@ class PDServing(VectorEnv):
         return {"gpus": self.gpu_sum / steps, "slo_attainment": 1 - self.violations / steps,
                 "scaling_events": self.events.astype(np.float64), "ttft_violations": self.ttft_bad / steps,
                 "tpot_violations": self.tpot_bad / steps}
-
-
-
-class ThresholdAutoscaler(nn.Module):
-    """The threshold heuristic (a policy without parameters): per pool, add a pod when its load
-    relative to the SLO capacity of its provisioned (ready + pending) pods exceeds `up`, remove one
-    when the load would stay below `down` x `up` with one pod fewer, else hold. The load is
-    normalized per pool by the utilization at which that pool's P99 latency meets its target (the
-    `prefill_load` / `decode_load` features), so one `up` is fair to both pools; `up` is the knob
-    the grid search (an `exp sweep`) tunes. A masked choice falls back to holding that pool.
-
-    Args:
-        up: Scale-up threshold on the load (1 = exactly at the SLO capacity).
-        down: Scale down when the load with one pod fewer would be below down x up.
-        max_pods: The env's max_pods (to read the pod counts).
-    """
-
-    def __init__(self, up: PositiveFloat = 0.8, down: Probability = 0.7, max_pods: PositiveInt = 8) -> None:
-        super().__init__()
-        self.up, self.down, self.max_pods = up, down, max_pods
-
-    def initial_state(self, batch_size: int) -> None:
-        return None
-
-    def forward(self, obs: torch.Tensor, state: None = None):
-        change = []
-        for pool in ("prefill", "decode"):
-            load = obs[:, COL[f"{pool}_load"]]
-            pods = ((obs[:, COL[f"{pool}_ready"]] + obs[:, COL[f"{pool}_pending"]]) * self.max_pods).round()
-            fewer = load * pods / (pods - 1).clamp_min(1)
-            change.append(torch.where(load > self.up, 1, torch.where((pods > 1) & (fewer < self.down * self.up), -1, 0)))
-        return _prefer(change[0], change[1]), None, None
-
-
-class StaticPool(nn.Module):
-    """Never scales (the pools stay at the env's initial sizes): the static-provisioning floor."""
-
-    def __init__(self) -> None:
-        super().__init__()
-
-    def initial_state(self, batch_size: int) -> None:
-        return None
-
-    def forward(self, obs: torch.Tensor, state: None = None):
-        zero = torch.zeros(obs.shape[0], dtype=torch.long)
-        return _prefer(zero, zero), None, None
-
-
-def _prefer(prefill: torch.Tensor, decode: torch.Tensor) -> torch.Tensor:
-    """Logits (B, 9) that pick (prefill, decode) changes, falling back per pool to holding when
-    masked: score 0 for the chosen change, -30 for holding, -60 otherwise, summed over pools."""
-    score = []
-    for want in (prefill, decode):
-        s = torch.full((len(want), 3), -60.0)
-        s[:, 1] = -30.0
-        s[torch.arange(len(want)), want + 1] = 0.0
-        score.append(s)
-    return (score[0][:, :, None] + score[1][:, None, :]).reshape(-1, 9)
-
-
-class PoolActorCritic(ActorCritic):
-    """components.rl.policies' ActorCritic (MLP torso, GRU, policy and value heads) made for the
-    two pools: with `factorized` the policy head gives 3 logits per pool (-1, 0, +1 pod) and the
-    joint action's logit is their sum (a product of per-pool distributions over the 9 joint
-    actions, so each pool's rule is learned on its own); the head starts at zero weights with a
-    bias `hold_bias` on each pool's no-change logit, so the untrained policy mostly holds the
-    pools instead of random-walking them (autoscaling-specific, hence here and not in policies.py).
-
-    Args:
-        in_features, hidden, recurrent: As in actor_critic.
-        num_actions: 9 (the env's joint actions).
-        factorized: Per-pool logits summed (else 9 free logits, hold_bias on the joint no-change).
-        hold_bias: The initial logit of no change.
-    """
-
-    def __init__(self, in_features: PositiveInt, num_actions: PositiveInt = 9, hidden: tuple[PositiveInt, ...] = (32,),
-                 recurrent: NonNegativeInt = 16, factorized: bool = True, hold_bias: float = 2.0) -> None:
-        if num_actions != 9:
-            raise ValueError(f"num_actions must be 9 (3 changes x 2 pools), got {num_actions}")
-        super().__init__(in_features, 6 if factorized else 9, hidden, recurrent, zero_init=True)
-        self.factorized = factorized
-        with torch.no_grad():
-            if factorized:
-                self.policy_head.bias[1] = self.policy_head.bias[4] = hold_bias
-            else:
-                self.policy_head.bias[NOOP] = hold_bias
-
-    def forward(self, obs: torch.Tensor, state: torch.Tensor | None = None):
-        logits, value, state = super().forward(obs, state)
-        if self.factorized:
-            logits = (logits[:, :3, None] + logits[:, None, 3:]).reshape(-1, 9)
-        return logits, value, state

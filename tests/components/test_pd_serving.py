@@ -1,4 +1,4 @@
-"""pd_autoscale's serving simulator (components/rl/serving.py): the gymnasium vector env's API,
+"""pd_autoscale's serving simulator (components/rl/serving.py, policies in autoscalers.py): the gymnasium vector env's API,
 pod start-up delay and GPU accounting, SLO violations under overload, the hard masks and the
 cooldown, exact resume from get_state, the trace-file reader and its missing-file error, and the
 threshold heuristic and static pool measured by the rl tasks' collector."""
@@ -12,8 +12,8 @@ import torch
 pytest.importorskip("gymnasium")
 
 from components.rl.rollout import collect  # noqa: E402
-from components.rl.serving import (  # noqa: E402
-    COL, NOOP, OBSERVATION, PoolActorCritic, PDServing, StaticPool, ThresholdAutoscaler, action_of, read_trace)
+from components.rl.autoscalers import PoolActorCritic, StaticPool, ThresholdAutoscaler  # noqa: E402
+from components.rl.serving import COL, NOOP, OBSERVATION, PDServing, action_of, read_trace  # noqa: E402
 
 
 def _env(**kwargs) -> PDServing:
@@ -141,3 +141,28 @@ def test_a_trace_file_is_read_binned_and_a_missing_one_stops_early(tmp_path, mon
     monkeypatch.delenv("PD_AUTOSCALE_TRACE", raising=False)
     with pytest.raises(FileNotFoundError, match=r"pd_serving: request trace CSV .* not found .*PD_AUTOSCALE_TRACE"):
         PDServing(trace="file")
+
+
+def test_the_test_copy_draws_its_episodes_from_the_held_out_part_of_the_trace(tmp_path) -> None:
+    """The rollouts data module's test env starts its episodes inside `test_window`, the training
+    env inside `window`; overlapping fractions, a fraction shorter than an episode, and a
+    test_window on the synthetic trace are refused."""
+    from components.rl.data import Rollouts
+
+    rows = ["TIMESTAMP,ContextTokens,GeneratedTokens"] + [f"{t * 0.5},400,200" for t in range(8000)]  # 4000 s
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join(rows) + "\n")
+    span = 3999.5
+    env = PDServing(num_envs=64, max_episode_steps=10, tick=30.0, trace="file", trace_path=str(path),
+                    window=(0.0, 0.7), test_window=(0.7, 1.0))
+    data = Rollouts(env, seed=0)
+    data.setup("fit")
+    data.setup("test")
+    assert env.offset.max() <= 0.7 * span - 300 and data.test_env.offset.min() >= 0.7 * span
+    assert data.test_env.offset.max() <= span - 300 and env.window == (0.0, 0.7)  # the train env is untouched
+    with pytest.raises(ValueError, match=r"test_window \(0.6, 1.0\) overlaps window \(0.0, 0.7\)"):
+        PDServing(trace="file", trace_path=str(path), window=(0.0, 0.7), test_window=(0.6, 1.0))
+    with pytest.raises(ValueError, match=r"its test_window \(0.99, 1.0\) spans 40 s, less than one episode"):
+        PDServing(max_episode_steps=10, trace="file", trace_path=str(path), window=(0.0, 0.7), test_window=(0.99, 1.0))
+    with pytest.raises(ValueError, match="test_window splits a trace file"):
+        PDServing(test_window=(0.8, 1.0))
