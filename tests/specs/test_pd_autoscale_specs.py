@@ -25,7 +25,8 @@ def test_without_the_trace_the_paper_spec_names_what_is_missing(
 
 
 def test_with_a_trace_csv_the_heuristic_runs_on_it(tracked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = ["TIMESTAMP,ContextTokens,GeneratedTokens"] + [f"{t * 0.1:.1f},{300 + t % 50},{150 + t % 40}" for t in range(100000)]  # 10,000 s: the last 20 % holds a 1,800 s episode
+    # 10,000 s of requests: the held-out last 20 % (test_window) holds a 1,800 s episode
+    rows = ["TIMESTAMP,ContextTokens,GeneratedTokens"] + [f"{t * 0.1:.1f},{300 + t % 50},{150 + t % 40}" for t in range(100000)]
     trace = tmp_path / "trace.csv"
     trace.write_text("\n".join(rows) + "\n")
     monkeypatch.setenv("PD_AUTOSCALE_TRACE", str(trace))
