@@ -29,6 +29,7 @@ EXTRAS = {
     "vbll": "vbll",
     "torch_geometric": "graph",
     "captum": "graph",
+    "pynwb": "neural",
 }
 # a package two extras bring -> the other one
 ALSO = {"transformers": "diffusion", "gymnasium": "motor"}
