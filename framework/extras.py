@@ -30,6 +30,7 @@ EXTRAS = {
     "torch_geometric": "graph",
     "captum": "graph",
     "pynwb": "neural",
+    "Bio": "bio",
 }
 # a package two extras bring -> the other one
 ALSO = {"transformers": "diffusion", "gymnasium": "motor"}

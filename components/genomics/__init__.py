@@ -1,0 +1,1 @@
+"""Bacterial genomic language models and their benchmark (bacbench): synthetic genomes with planted gene-level and order-level signals, BacBench-style GenBank files, a protein LM, a genome context LM over protein embeddings, and the benchmark's frozen-embedding probes."""
