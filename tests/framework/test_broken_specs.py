@@ -535,9 +535,24 @@ def m_extends_empty(rng: random.Random, src: Source) -> Any:
     return text.encode(), f":{line}:10: ", "expected a file name or a non-empty list of file names"
 
 
+def _set_by_a_stage(flat: dict[str, Any], path: tuple) -> bool:
+    """Whether a stage of the spec writes `path` too: a stage is validated merged onto the top
+    level, so a top-level value a stage merges onto is reported where the merged node is wrong (the
+    stage's line: `stages.<name>.task.analysis: a analysis node needs a 'type' key`)."""
+    for stage in (flat.get("stages") or {}).values():
+        node = stage
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            return True
+    return False
+
+
 def m_null_argument(rng: random.Random, src: Source) -> Any:
-    """An argument that does not accept None left empty; or the `task` section itself."""
-    arguments = [(p, prop) for p, prop in _node_arguments(src.flat) if not _accepts(prop, "null")]
+    """An argument that does not accept None left empty (one no stage writes too); or the `task`
+    section itself."""
+    arguments = [(p, prop) for p, prop in _node_arguments(src.flat)
+                 if not _accepts(prop, "null") and not _set_by_a_stage(src.flat, p)]
     if "task" in src.flat and "stages" not in src.flat and (not arguments or rng.random() < 0.25):
         dumped, line, col = _with(src.flat, ("task",), "null")
         return dumped.encode(), f":{line}:{col}: ", "task: expected a task node"
